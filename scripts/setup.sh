@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs whatever blindmatch's build and tests need and is missing.
+# Idempotent: on a machine that is already set up it finishes in seconds.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+# The wasm-bindgen version pinned in Cargo.toml; wasm-bindgen-cli must match it exactly.
+WASM_BINDGEN_VERSION="$(sed -n 's/^wasm-bindgen = { version = "=\([0-9.]*\)".*/\1/p; s/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' Cargo.toml | head -n1)"
+if [ -z "$WASM_BINDGEN_VERSION" ]; then
+  echo "setup: could not read the pinned wasm-bindgen version from Cargo.toml" >&2
+  exit 1
+fi
+
+export PATH="$HOME/.cargo/bin:$PATH"
+
+# --- Debian packages ---------------------------------------------------------
+APT_PKGS=(chromium chromium-driver qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross binaryen)
+missing=()
+for p in "${APT_PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  log "installing Debian packages: ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# --- Rust targets ------------------------------------------------------------
+installed_targets="$(rustup target list --installed)"
+for t in wasm32-unknown-unknown aarch64-unknown-linux-gnu; do
+  if ! grep -qx "$t" <<<"$installed_targets"; then
+    log "adding Rust target $t"
+    rustup target add "$t"
+  fi
+done
+if ! rustup component list --installed 2>/dev/null | grep -q '^clippy'; then rustup component add clippy; fi
+if ! rustup component list --installed 2>/dev/null | grep -q '^rustfmt'; then rustup component add rustfmt; fi
+
+# --- cargo-installed tools -----------------------------------------------------
+if ! command -v wasm-pack >/dev/null 2>&1; then
+  log "building wasm-pack (a few minutes)"
+  cargo install wasm-pack
+fi
+if ! command -v wasm-bindgen >/dev/null 2>&1 \
+   || [ "$(wasm-bindgen --version | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
+  log "building wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes)"
+  # No --locked: one locked dependency is missing from the registry mirror.
+  cargo install wasm-bindgen-cli --version "=$WASM_BINDGEN_VERSION" --force
+fi
+
+log "ready"

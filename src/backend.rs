@@ -1,0 +1,216 @@
+//! CPU-specific kernel choice. This file and `src/backend/` hold every
+//! `cfg(target_arch)` / `cfg(target_feature)` of the crate.
+//!
+//! | backend   | where                                   | chosen            |
+//! |-----------|-----------------------------------------|-------------------|
+//! | `scalar`  | every target                            | fallback, oracle  |
+//! | `avx2`    | x86_64                                  | run time, cached  |
+//! | `neon`    | aarch64 with the `neon` feature         | compile time      |
+//! | `simd128` | wasm32 with `target-feature=+simd128`   | compile time      |
+//!
+//! A [`Backend`] value can only be obtained from [`Backend::detect`],
+//! [`Backend::scalar`] or [`Backend::available`], so holding one proves that
+//! the CPU supports its instructions; that is what makes the `unsafe` calls of
+//! `#[target_feature]` kernels below sound.
+
+use crate::arith::Modulus;
+use crate::ntt::NttTables;
+
+pub(crate) mod scalar;
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx2;
+
+#[cfg(all(target_arch = "aarch64", feature = "neon"))]
+pub(crate) mod neon;
+
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub(crate) mod simd128;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Kind {
+    Scalar,
+    #[cfg(target_arch = "x86_64")]
+    Avx2,
+    #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+    Neon,
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    Simd128,
+}
+
+/// A set of kernels the current CPU can run.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Backend(Kind);
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx2_detected() -> bool {
+    use std::sync::OnceLock;
+    static AVX2: OnceLock<bool> = OnceLock::new();
+    *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
+}
+
+impl Backend {
+    /// The portable backend, compiled on every target.
+    pub const fn scalar() -> Self {
+        Backend(Kind::Scalar)
+    }
+
+    /// The fastest backend this CPU supports. On x86_64 the AVX2 check runs
+    /// once and is cached.
+    pub fn detect() -> Self {
+        cfg_if::cfg_if! {
+            if #[cfg(all(target_arch = "aarch64", feature = "neon"))] {
+                Backend(Kind::Neon)
+            } else if #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))] {
+                Backend(Kind::Simd128)
+            } else if #[cfg(target_arch = "x86_64")] {
+                if avx2_detected() { Backend(Kind::Avx2) } else { Backend(Kind::Scalar) }
+            } else {
+                Backend(Kind::Scalar)
+            }
+        }
+    }
+
+    /// Every backend that can run here, scalar first.
+    pub fn available() -> Vec<Self> {
+        let mut v = vec![Self::scalar()];
+        let best = Self::detect();
+        if best != Self::scalar() {
+            v.push(best);
+        }
+        v
+    }
+
+    /// The SIMD backends compiled into this build, whether or not the CPU can
+    /// run them, by name. Tests use this to say loudly which ones they skip.
+    pub fn compiled_names() -> &'static [&'static str] {
+        &[
+            "scalar",
+            #[cfg(target_arch = "x86_64")]
+            "avx2",
+            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+            "neon",
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            "simd128",
+        ]
+    }
+
+    /// A short lowercase name: `scalar`, `avx2`, `neon` or `simd128`.
+    pub fn name(&self) -> &'static str {
+        match self.0 {
+            Kind::Scalar => "scalar",
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => "avx2",
+            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+            Kind::Neon => "neon",
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kind::Simd128 => "simd128",
+        }
+    }
+
+    pub(crate) fn forward(self, t: &NttTables, a: &mut [u32]) {
+        debug_assert_eq!(a.len(), t.n);
+        match self.0 {
+            Kind::Scalar => scalar::forward(t, a),
+            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => unsafe { avx2::forward(t, a) },
+            // SAFETY: NEON is part of the aarch64 baseline.
+            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+            Kind::Neon => unsafe { neon::forward(t, a) },
+            // simd128 is enabled for the whole build (compile-time cfg).
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kind::Simd128 => simd128::forward(t, a),
+        }
+    }
+
+    pub(crate) fn inverse(self, t: &NttTables, a: &mut [u32]) {
+        debug_assert_eq!(a.len(), t.n);
+        match self.0 {
+            Kind::Scalar => scalar::inverse(t, a),
+            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => unsafe { avx2::inverse(t, a) },
+            // SAFETY: NEON is part of the aarch64 baseline.
+            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+            Kind::Neon => unsafe { neon::inverse(t, a) },
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kind::Simd128 => simd128::inverse(t, a),
+        }
+    }
+
+    /// `out[i] = a[i] · b[i] mod q` for inputs in `[0, q)`.
+    ///
+    /// # Panics
+    /// If the three lengths differ.
+    pub fn mul(self, m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+        assert!(
+            a.len() == b.len() && a.len() == out.len(),
+            "Backend::mul: length mismatch"
+        );
+        match self.0 {
+            Kind::Scalar => scalar::mul(m, a, b, out),
+            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => unsafe { avx2::mul(m, a, b, out) },
+            // SAFETY: NEON is part of the aarch64 baseline.
+            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+            Kind::Neon => unsafe { neon::mul(m, a, b, out) },
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kind::Simd128 => simd128::mul(m, a, b, out),
+        }
+    }
+
+    /// `acc[i] = acc[i] + a[i] · b[i] mod q` for inputs in `[0, q)`.
+    ///
+    /// # Panics
+    /// If the three lengths differ.
+    pub fn mul_acc(self, m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+        assert!(
+            a.len() == b.len() && a.len() == acc.len(),
+            "Backend::mul_acc: length mismatch"
+        );
+        match self.0 {
+            Kind::Scalar => scalar::mul_acc(m, a, b, acc),
+            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => unsafe { avx2::mul_acc(m, a, b, acc) },
+            // SAFETY: NEON is part of the aarch64 baseline.
+            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+            Kind::Neon => unsafe { neon::mul_acc(m, a, b, acc) },
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kind::Simd128 => simd128::mul_acc(m, a, b, acc),
+        }
+    }
+}
+
+/// Extra per-plan tables that SIMD backends want, built once with the plan.
+#[derive(Default)]
+pub(crate) struct BackendTables {
+    #[cfg(target_arch = "x86_64")]
+    pub avx2: avx2::Tables,
+    #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+    pub neon: neon::Tables,
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    pub simd128: simd128::Tables,
+}
+
+impl BackendTables {
+    #[allow(unused_variables)]
+    pub(crate) fn new(t: &NttTables) -> Self {
+        Self {
+            #[cfg(target_arch = "x86_64")]
+            avx2: avx2::Tables::new(t),
+            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+            neon: neon::Tables::new(t),
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            simd128: simd128::Tables::new(t),
+        }
+    }
+}

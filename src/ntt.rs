@@ -1,0 +1,181 @@
+//! Negacyclic number-theoretic transform over one 32-bit prime.
+//!
+//! [`NttPlan::new`]`(n, q)` precomputes everything for the ring `Z_q[X]/(X^n + 1)`.
+//!
+//! # Output order
+//!
+//! [`NttPlan::forward`] takes coefficients in natural order and returns the
+//! evaluations in **bit-reversed order**: output index `i` holds
+//! `a(psi^(2·brv(i) + 1)) mod q`, where `psi` is [`NttPlan::psi`] (the smallest
+//! primitive `2n`-th root of unity mod `q`) and `brv` reverses the low
+//! `log2(n)` bits. Pointwise products do not care about the order, and
+//! [`NttPlan::inverse`] takes the same order back to natural coefficients.
+//!
+//! # Lazy reduction
+//!
+//! Forward butterflies (Cooley–Tukey) keep values in `[0, 4q)`, inverse
+//! butterflies (Gentleman–Sande) in `[0, 2q)`; twiddles are Shoup constants, so a
+//! butterfly costs one lazy Shoup product and no division. Values are fully
+//! reduced once, at the end. Inputs must be in `[0, q)`; outputs are in `[0, q)`.
+
+use crate::arith::primes::check_ntt_prime;
+use crate::arith::{primitive_root, Modulus, ShoupConstant};
+use crate::backend::{Backend, BackendTables};
+use crate::error::ArithError;
+
+/// Precomputed twiddles for one `(n, q)`, in the layout the kernels read.
+///
+/// Index `k` in `1..n` of `fwd` holds `psi^brv(k)`; index `k` of `inv` holds
+/// `psi^-brv(k)` (index 0 is unused in both). Each has a Shoup companion array.
+/// The forward stage with `m` groups uses entries `m..2m`; the inverse stage
+/// with `h` groups uses entries `h..2h`.
+pub(crate) struct NttTables {
+    pub n: usize,
+    pub log_n: u32,
+    pub modulus: Modulus,
+    pub fwd: Vec<u32>,
+    pub fwd_shoup: Vec<u32>,
+    pub inv: Vec<u32>,
+    pub inv_shoup: Vec<u32>,
+    /// `n^-1 mod q`.
+    pub n_inv: ShoupConstant,
+    /// `n^-1 · psi^-brv(1) mod q`: the last inverse stage's twiddle with the
+    /// final scaling folded in.
+    pub n_inv_w: ShoupConstant,
+    /// Extra layouts wanted by SIMD backends.
+    pub simd: BackendTables,
+}
+
+/// Reverses the low `bits` bits of `x`.
+pub fn bit_reverse(x: usize, bits: u32) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        x.reverse_bits() >> (usize::BITS - bits)
+    }
+}
+
+/// A negacyclic NTT for one ring degree `n` and one prime `q`.
+pub struct NttPlan {
+    tables: NttTables,
+    psi: u32,
+    backend: Backend,
+}
+
+impl std::fmt::Debug for NttPlan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NttPlan")
+            .field("n", &self.tables.n)
+            .field("q", &self.tables.modulus.value())
+            .field("backend", &self.backend)
+            .finish()
+    }
+}
+
+impl NttPlan {
+    /// A plan for degree `n` (a power of two in 1024..=16384) and a prime
+    /// `q < 2^30` with `q ≡ 1 (mod 2n)`, using the fastest backend this CPU has.
+    pub fn new(n: usize, q: u64) -> Result<Self, ArithError> {
+        Self::with_backend(n, q, Backend::detect())
+    }
+
+    /// A plan that runs on the given backend (see [`Backend::available`]).
+    pub fn with_backend(n: usize, q: u64, backend: Backend) -> Result<Self, ArithError> {
+        check_ntt_prime(n, q)?;
+        let modulus = Modulus::new(q)?;
+        let psi = primitive_root(n, q)?;
+        let psi_inv = modulus.inv(psi);
+        let log_n = n.trailing_zeros();
+        let mut fwd = vec![0u32; n];
+        let mut inv = vec![0u32; n];
+        // Powers psi^i and psi^-i in natural order, then scattered to brv(i).
+        let (mut p, mut pi) = (1u32, 1u32);
+        for i in 0..n {
+            let k = bit_reverse(i, log_n);
+            fwd[k] = p;
+            inv[k] = pi;
+            p = modulus.mul(p, psi);
+            pi = modulus.mul(pi, psi_inv);
+        }
+        let shoup_of = |v: &[u32]| v.iter().map(|&w| modulus.shoup(w).shoup).collect();
+        let fwd_shoup = shoup_of(&fwd);
+        let inv_shoup = shoup_of(&inv);
+        let n_inv_value = modulus.inv(n as u32 % modulus.value());
+        let n_inv = modulus.shoup(n_inv_value);
+        let n_inv_w = modulus.shoup(modulus.mul(n_inv_value, inv[1]));
+        let mut tables = NttTables {
+            n,
+            log_n,
+            modulus,
+            fwd,
+            fwd_shoup,
+            inv,
+            inv_shoup,
+            n_inv,
+            n_inv_w,
+            simd: BackendTables::default(),
+        };
+        tables.simd = BackendTables::new(&tables);
+        Ok(Self {
+            tables,
+            psi,
+            backend,
+        })
+    }
+
+    /// Ring degree `n`.
+    pub fn degree(&self) -> usize {
+        self.tables.n
+    }
+
+    /// The prime `q`.
+    pub fn modulus(&self) -> &Modulus {
+        &self.tables.modulus
+    }
+
+    /// The primitive `2n`-th root of unity the transform evaluates at.
+    pub fn psi(&self) -> u32 {
+        self.psi
+    }
+
+    /// The backend this plan runs on.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// In-place forward transform: natural-order coefficients in `[0, q)` to
+    /// bit-reversed evaluations in `[0, q)`.
+    ///
+    /// # Panics
+    /// If `a.len() != n`.
+    pub fn forward(&self, a: &mut [u32]) {
+        assert_eq!(a.len(), self.tables.n, "NttPlan::forward: wrong length");
+        self.backend.forward(&self.tables, a);
+    }
+
+    /// In-place inverse transform: bit-reversed evaluations in `[0, q)` to
+    /// natural-order coefficients in `[0, q)`.
+    ///
+    /// # Panics
+    /// If `a.len() != n`.
+    pub fn inverse(&self, a: &mut [u32]) {
+        assert_eq!(a.len(), self.tables.n, "NttPlan::inverse: wrong length");
+        self.backend.inverse(&self.tables, a);
+    }
+
+    /// `out[i] = a[i] · b[i] mod q`, inputs in `[0, q)`.
+    ///
+    /// # Panics
+    /// If the three lengths differ.
+    pub fn multiply_pointwise(&self, a: &[u32], b: &[u32], out: &mut [u32]) {
+        self.backend.mul(&self.tables.modulus, a, b, out);
+    }
+
+    /// `acc[i] = acc[i] + a[i] · b[i] mod q`, inputs in `[0, q)`.
+    ///
+    /// # Panics
+    /// If the three lengths differ.
+    pub fn multiply_accumulate(&self, a: &[u32], b: &[u32], acc: &mut [u32]) {
+        self.backend.mul_acc(&self.tables.modulus, a, b, acc);
+    }
+}

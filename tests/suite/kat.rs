@@ -1,0 +1,1 @@
+//! Known-answer vectors from scripts/gen_kat.py (filled in by the KAT generator).
