@@ -48,3 +48,11 @@ pub mod ntt;
 pub use backend::Backend;
 pub use error::ArithError;
 pub use ntt::NttPlan;
+
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
+
+/// The README's Rust examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# blindmatch benchmarks (not tests): criterion benches for the native NTT and
+# pointwise kernels against tfhe-ntt on the same prime, and a Node bench of the
+# wasm build with and without simd128.
+#
+# Writes bench/results.tsv (area, op, ours_us, peer, peer_us, ratio; ratio =
+# peer_us / ours_us, so > 1 means blindmatch is faster) and bench/REPORT.md.
+#
+#   scripts/bench.sh           full run
+#   scripts/bench.sh --quick   short measurement times (under 2 minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT="$PWD"
+
+QUICK=0
+[ "${1:-}" = "--quick" ] && QUICK=1
+
+bash scripts/setup.sh
+
+if [ "$QUICK" = 1 ]; then
+  CRIT_ARGS=(--warm-up-time 0.3 --measurement-time 0.7 --sample-size 20)
+else
+  CRIT_ARGS=(--warm-up-time 1 --measurement-time 3)
+fi
+
+echo "== native: criterion (cargo bench --bench ntt) =="
+rm -rf target/criterion
+cargo bench --bench ntt -- "${CRIT_ARGS[@]}" 2>&1 | grep -E '^(forward|inverse|mul|mul_acc)/|time:' || true
+
+echo "== wasm: building simd128 and baseline packages for Node =="
+WASM_TMP="$ROOT/target/bench-wasm"
+rm -rf "$WASM_TMP"
+wasm-pack build --release --target nodejs --out-dir "$WASM_TMP/simd" --out-name blindmatch . >/dev/null 2>&1 \
+  || wasm-pack build --release --target nodejs --out-dir "$WASM_TMP/simd" --out-name blindmatch .
+# RUSTFLAGS replaces the +simd128 flag of .cargo/config.toml: this is the no-SIMD build.
+RUSTFLAGS="-C target-feature=-simd128" CARGO_TARGET_DIR="$ROOT/target/wasm-baseline" \
+  wasm-pack build --release --target nodejs --out-dir "$WASM_TMP/baseline" --out-name blindmatch . >/dev/null 2>&1 \
+  || RUSTFLAGS="-C target-feature=-simd128" CARGO_TARGET_DIR="$ROOT/target/wasm-baseline" \
+    wasm-pack build --release --target nodejs --out-dir "$WASM_TMP/baseline" --out-name blindmatch .
+
+echo "== wasm: Node bench =="
+WASM_ROWS="$(node bench/wasm_ntt.mjs "$WASM_TMP/simd" "$WASM_TMP/baseline" $([ "$QUICK" = 1 ] && echo --quick))"
+echo "$WASM_ROWS"
+
+COMMAND="scripts/bench.sh$([ "$QUICK" = 1 ] && echo ' --quick')"
+WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
+echo
+cat bench/results.tsv
+echo
+echo "wrote bench/results.tsv and bench/REPORT.md"

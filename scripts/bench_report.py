@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Turns criterion's estimates and the wasm bench rows into bench/results.tsv
+and bench/REPORT.md. Called by scripts/bench.sh; reads WASM_ROWS and COMMAND
+from the environment."""
+import datetime
+import json
+import os
+import pathlib
+import platform
+import subprocess
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+CRIT = ROOT / "target" / "criterion"
+
+
+def median_us(group, func, n):
+    f = CRIT / group / func / str(n) / "new" / "estimates.json"
+    if not f.exists():
+        return None
+    return json.loads(f.read_text())["median"]["point_estimate"] / 1000.0
+
+
+def backends(group, n):
+    d = CRIT / group
+    if not d.exists():
+        return []
+    return sorted(p.name for p in d.iterdir() if (p / str(n)).is_dir() and p.name != "report")
+
+
+def cmd(*args):
+    try:
+        return subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip()
+    except Exception:
+        return "unknown"
+
+
+rows = []  # (area, op, ours_us, peer, peer_us)
+butterflies = []
+for n in (2048, 4096, 8192):
+    log_n = n.bit_length() - 1
+    for group in ("forward", "inverse", "mul_acc"):
+        peer = median_us(group, "tfhe-ntt", n)
+        for b in backends(group, n):
+            if b == "tfhe-ntt":
+                continue
+            ours = median_us(group, b, n)
+            area = "ntt" if group != "mul_acc" else "pointwise"
+            rows.append((area, f"{group}/{n}/{b}", ours, "tfhe-ntt", peer))
+            if group != "mul_acc":
+                butterflies.append((group, n, b, ours * 1000.0 / (n // 2 * log_n)))
+    scalar = median_us("mul", "scalar", n)
+    for b in backends("mul", n):
+        if b != "scalar":
+            rows.append(("pointwise", f"mul/{n}/{b}", median_us("mul", b, n), "scalar", scalar))
+
+for line in os.environ.get("WASM_ROWS", "").splitlines():
+    area, op, ours, peer_us, _ = line.split("\t")
+    peer = "wasm-baseline-build" if "baseline" in op else "wasm-scalar-kernels"
+    rows.append((area, op, float(ours), peer, float(peer_us)))
+
+out = ROOT / "bench"
+out.mkdir(exist_ok=True)
+tsv = ["area\top\tours_us\tpeer\tpeer_us\tratio"]
+for area, op, ours, peer, peer_us in rows:
+    if ours is None or peer_us is None:
+        continue
+    tsv.append(f"{area}\t{op}\t{ours:.3f}\t{peer}\t{peer_us:.3f}\t{peer_us / ours:.2f}")
+(out / "results.tsv").write_text("\n".join(tsv) + "\n")
+
+cpu = "unknown"
+try:
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+except OSError:
+    pass
+
+md = [
+    "# blindmatch benchmark report",
+    "",
+    f"Produced by `{os.environ.get('COMMAND', 'scripts/bench.sh')}` on "
+    f"{datetime.date.today().isoformat()}.",
+    "",
+    f"Machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}; "
+    f"{cmd('rustc', '--version')}; node {cmd('node', '--version')}.",
+    "",
+    "Times are criterion medians (native) or medians of batched runs inside wasm (Node).",
+    "`ratio` = peer time / our time: above 1 means blindmatch is faster. The peer runs in",
+    "the same process and the same run, on the same prime (the largest 30-bit NTT prime",
+    "for each n). tfhe-ntt's `inv` leaves out the final scaling by n^-1, which ours includes.",
+    "",
+    "| area | op | ours (µs) | peer | peer (µs) | ratio |",
+    "|---|---|---:|---|---:|---:|",
+]
+for line in tsv[1:]:
+    area, op, ours, peer, peer_us, ratio = line.split("\t")
+    md.append(f"| {area} | {op} | {ours} | {peer} | {peer_us} | {ratio} |")
+md += ["", "## ns per butterfly (n/2 · log2 n butterflies per transform)", "",
+       "| transform | n | backend | ns/butterfly |", "|---|---:|---|---:|"]
+for group, n, b, ns in butterflies:
+    md.append(f"| {group} | {n} | {b} | {ns:.3f} |")
+(out / "REPORT.md").write_text("\n".join(md) + "\n")
