@@ -36,3 +36,66 @@ pub enum ArithError {
     #[error("length mismatch: expected {expected} residues, got {actual}")]
     LengthMismatch { expected: usize, actual: usize },
 }
+
+/// Errors of BFV parameter validation.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum ParamsError {
+    /// A required parameter was not given to the builder.
+    #[error("missing parameter: {what}")]
+    Missing { what: &'static str },
+    /// A degree or prime failed the arithmetic checks.
+    #[error(transparent)]
+    Arith(#[from] ArithError),
+    /// The plaintext modulus is unusable.
+    #[error("plaintext modulus {t}: {reason}")]
+    PlaintextModulus { t: u64, reason: &'static str },
+    /// The same prime appears twice (or equals t).
+    #[error("prime {prime} appears more than once among the moduli")]
+    DuplicatePrime { prime: u32 },
+    /// log2(Q·P) exceeds the 128-bit security bound for this degree.
+    #[error(
+        "log2(Q·P) = {bits} bits exceeds the 128-bit security bound of {max_bits} bits for n = {n}"
+    )]
+    Insecure { n: usize, bits: u32, max_bits: u32 },
+}
+
+/// Errors of the BFV layer (keys, encryption, evaluation, encoding).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum BfvError {
+    /// The system random number generator failed; nothing was produced.
+    #[error("system random number generator failed: {reason}")]
+    Rng { reason: String },
+    /// Two objects were made for different parameters.
+    #[error("parameter mismatch: expected parameter id {expected}, got {actual}")]
+    ParamsMismatch { expected: String, actual: String },
+    /// Wrong number of values for an encoder.
+    #[error("{what}: expected at most {max} values, got {actual}")]
+    TooManyValues {
+        what: &'static str,
+        max: usize,
+        actual: usize,
+    },
+    /// A plaintext value is not below the plaintext modulus.
+    #[error("value {value} at index {index} is not below the plaintext modulus {t}")]
+    ValueOutOfRange { index: usize, value: i64, t: u32 },
+    /// Slot batching needs t prime and t = 1 mod 2n.
+    #[error("slot batching is not available with these parameters")]
+    BatchingUnavailable,
+    /// Ciphertexts of this size are not supported by the operation.
+    #[error("{op}: ciphertext of size {size} is not supported (expected {expected})")]
+    CiphertextSize {
+        op: &'static str,
+        size: usize,
+        expected: &'static str,
+    },
+    /// Ciphertext limb counts (levels) do not match.
+    #[error("{op}: ciphertexts have {a} and {b} primes")]
+    LevelMismatch {
+        op: &'static str,
+        a: usize,
+        b: usize,
+    },
+    /// The noise diagnostic is not available for a modulus this large.
+    #[error("noise budget is only available for Q below 2^127")]
+    NoiseUnavailable,
+}

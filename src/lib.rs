@@ -42,11 +42,12 @@
 
 pub mod arith;
 pub mod backend;
+pub mod bfv;
 pub mod error;
 pub mod ntt;
 
 pub use backend::Backend;
-pub use error::ArithError;
+pub use error::{ArithError, BfvError, ParamsError};
 pub use ntt::NttPlan;
 
 #[cfg(target_arch = "wasm32")]

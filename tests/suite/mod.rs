@@ -21,5 +21,6 @@ pub mod oracle;
 
 mod arith;
 mod backends;
+mod bfv;
 mod kat;
 mod ntt;

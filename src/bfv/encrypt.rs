@@ -1,0 +1,166 @@
+//! Encryption (secret key, seeded; public key) and decryption.
+
+use super::ciphertext::Ciphertext;
+use super::keys::{PublicKey, SecretKey};
+use super::params::Params;
+use super::plaintext::Plaintext;
+use super::poly::{Coeff, Ntt, RnsPoly};
+use super::rng::Prng;
+use super::sample;
+use crate::error::BfvError;
+use crate::ntt::NttPlan;
+
+/// A fresh encryption of zero under the secret key: `(-(a·s) + e, a)`, with
+/// `a` expanded from `seed` directly in NTT form.
+pub(crate) struct ZeroSk {
+    pub c0: RnsPoly<Ntt>,
+    pub c1: RnsPoly<Ntt>,
+    pub seed: [u8; 32],
+}
+
+/// Uniform residues for each limb, read directly as NTT-domain values (the
+/// NTT is a bijection, so uniform stays uniform).
+pub(crate) fn expand_uniform(seed: [u8; 32], plans: &[NttPlan], n: usize) -> RnsPoly<Ntt> {
+    let mut rng = Prng::from_seed(seed);
+    let mut a = RnsPoly::zero(n, plans.len());
+    for (i, plan) in plans.iter().enumerate() {
+        let q = plan.modulus().value();
+        for x in a.limb_mut(i) {
+            *x = sample::uniform(&mut rng, q);
+        }
+    }
+    a
+}
+
+pub(crate) fn error_poly(rng: &mut Prng, plans: &[NttPlan], n: usize) -> RnsPoly<Coeff> {
+    let e: Vec<i64> = (0..n).map(|_| sample::cbd(rng) as i64).collect();
+    RnsPoly::from_small(&e, plans)
+}
+
+pub(crate) fn encrypt_zero_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng) -> ZeroSk {
+    let params = &sk.params;
+    let plans = &params.plans_q()[..limbs];
+    let n = params.degree();
+    let seed = rng.seed();
+    let a = expand_uniform(seed, plans, n);
+    let mut c0 = error_poly(rng, plans, n).into_ntt(plans);
+    let mut s = sk.s_q(limbs);
+    let mut as_ = RnsPoly::zero(n, limbs);
+    as_.mul_from(&a, &s, plans);
+    c0.sub_assign(&as_, plans);
+    zeroize::Zeroize::zeroize(&mut s);
+    ZeroSk { c0, c1: a, seed }
+}
+
+/// `Δ·m` in each limb, where Δ = floor(Q/t), as a coefficient-domain poly.
+pub(crate) fn scaled_message(params: &Params, pt: &Plaintext, limbs: usize) -> RnsPoly<Coeff> {
+    let n = params.degree();
+    let mut out = RnsPoly::zero(n, limbs);
+    for i in 0..limbs {
+        let plan = &params.plans_q()[i];
+        let m = plan.modulus();
+        let delta = params.delta_mod(i);
+        let w = m.shoup(delta);
+        for (x, &v) in out.limb_mut(i).iter_mut().zip(pt.coeffs()) {
+            *x = m.mul_shoup(v, w);
+        }
+    }
+    out
+}
+
+impl SecretKey {
+    /// Encrypts `pt` with this secret key, using the system RNG.
+    pub fn encrypt(&self, pt: &Plaintext) -> Result<Ciphertext, BfvError> {
+        self.encrypt_with(pt, &mut Prng::from_os()?)
+    }
+
+    /// Encrypts with the given generator. The result remembers the seed of
+    /// its uniform part, so it serializes as seed + one polynomial.
+    pub fn encrypt_with(&self, pt: &Plaintext, rng: &mut Prng) -> Result<Ciphertext, BfvError> {
+        self.params.check(pt.params())?;
+        let limbs = self.params.limbs();
+        let plans = self.params.plans_q();
+        let mut z = encrypt_zero_sk(self, limbs, rng);
+        let dm = scaled_message(&self.params, pt, limbs).into_ntt(plans);
+        z.c0.add_assign(&dm, plans);
+        Ok(Ciphertext::new_seeded(&self.params, z.c0, z.c1, z.seed))
+    }
+
+    /// Decrypts a ciphertext of size 2 or 3 (the size-3 result of a
+    /// multiplication decrypts without relinearization).
+    pub fn decrypt(&self, ct: &Ciphertext) -> Result<Plaintext, BfvError> {
+        self.params.check(ct.params())?;
+        let x = self.phase(ct)?;
+        Ok(Plaintext::from_reduced(
+            &self.params,
+            super::scaling::round_to_t(&self.params, &x),
+        ))
+    }
+
+    /// `c0 + c1·s (+ c2·s²)` over the ciphertext's primes, in coefficients.
+    pub(crate) fn phase(&self, ct: &Ciphertext) -> Result<RnsPoly<Coeff>, BfvError> {
+        let limbs = ct.limbs();
+        let plans = &self.params.plans_q()[..limbs];
+        let n = self.params.degree();
+        let mut s = self.s_q(limbs);
+        let mut x = ct.polys()[0].clone();
+        let mut s_pow = s.clone();
+        for (k, c) in ct.polys().iter().enumerate().skip(1) {
+            if k > 1 {
+                let prev = s_pow.clone();
+                s_pow.mul_from(&prev, &s, plans);
+            }
+            let mut t = RnsPoly::zero(n, limbs);
+            t.mul_from(c, &s_pow, plans);
+            x.add_assign(&t, plans);
+        }
+        zeroize::Zeroize::zeroize(&mut s);
+        zeroize::Zeroize::zeroize(&mut s_pow);
+        Ok(x.into_coeff(plans))
+    }
+
+    /// Invariant noise budget in bits (diagnostic, native tests and tools):
+    /// `log2(Q / (2·t·|v|∞)) `, where `v` is the noise of the phase.
+    pub fn noise_budget(&self, ct: &Ciphertext) -> Result<f64, BfvError> {
+        let x = self.phase(ct)?;
+        super::scaling::noise_budget(&self.params, &x, ct.limbs())
+    }
+}
+
+impl PublicKey {
+    /// Encrypts `pt` with this public key, using the system RNG. Public-key
+    /// ciphertexts are never seeded.
+    pub fn encrypt(&self, pt: &Plaintext) -> Result<Ciphertext, BfvError> {
+        self.encrypt_with(pt, &mut Prng::from_os()?)
+    }
+
+    /// Encrypts with the given generator.
+    pub fn encrypt_with(&self, pt: &Plaintext, rng: &mut Prng) -> Result<Ciphertext, BfvError> {
+        self.params.check(pt.params())?;
+        let (c0, c1) = encrypt_zero_pk(self, rng);
+        let mut c0 = c0;
+        let limbs = self.params.limbs();
+        let plans = self.params.plans_q();
+        let dm = scaled_message(&self.params, pt, limbs).into_ntt(plans);
+        c0.add_assign(&dm, plans);
+        Ok(Ciphertext::new(&self.params, vec![c0, c1]))
+    }
+}
+
+/// `(p0·u + e1, p1·u + e2)` with ternary `u`.
+pub(crate) fn encrypt_zero_pk(pk: &PublicKey, rng: &mut Prng) -> (RnsPoly<Ntt>, RnsPoly<Ntt>) {
+    let params = &pk.params;
+    let plans = params.plans_q();
+    let n = params.degree();
+    let limbs = params.limbs();
+    let u: Vec<i64> = (0..n).map(|_| sample::ternary(rng) as i64).collect();
+    let u = RnsPoly::from_small(&u, plans).into_ntt(plans);
+    let mut c0 = error_poly(rng, plans, n).into_ntt(plans);
+    let mut c1 = error_poly(rng, plans, n).into_ntt(plans);
+    let mut t = RnsPoly::zero(n, limbs);
+    t.mul_from(&pk.p0, &u, plans);
+    c0.add_assign(&t, plans);
+    t.mul_from(&pk.p1, &u, plans);
+    c1.add_assign(&t, plans);
+    (c0, c1)
+}

@@ -1,0 +1,115 @@
+//! Secret and public keys. Both are kept in the NTT domain.
+
+use zeroize::{Zeroize, ZeroizeOnDrop};
+
+use super::params::Params;
+use super::poly::{Ntt, RnsPoly};
+use super::rng::Prng;
+use super::sample;
+use crate::error::BfvError;
+
+/// A ternary secret key, in NTT form over every prime of Q and P.
+///
+/// Zeroized on drop; `Debug` prints no part of it.
+pub struct SecretKey {
+    pub(crate) params: Params,
+    /// s in NTT form over q_0..q_{L-1}, P.
+    pub(crate) s: RnsPoly<Ntt>,
+    /// s as signed coefficients in {-1, 0, 1}.
+    pub(crate) coeffs: Vec<i8>,
+}
+
+impl Zeroize for SecretKey {
+    fn zeroize(&mut self) {
+        self.s.zeroize();
+        self.coeffs.zeroize();
+    }
+}
+
+impl Drop for SecretKey {
+    fn drop(&mut self) {
+        self.zeroize();
+    }
+}
+
+impl ZeroizeOnDrop for SecretKey {}
+
+impl std::fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SecretKey {{ params: {}, .. }}", self.params.id_hex())
+    }
+}
+
+impl SecretKey {
+    /// A fresh key from the system RNG.
+    pub fn generate(params: &Params) -> Result<Self, BfvError> {
+        Ok(Self::generate_with(params, &mut Prng::from_os()?))
+    }
+
+    /// A key from the given generator (deterministic for a seeded [`Prng`]).
+    pub fn generate_with(params: &Params, rng: &mut Prng) -> Self {
+        let coeffs: Vec<i8> = (0..params.degree()).map(|_| sample::ternary(rng)).collect();
+        Self::from_coeffs(params, coeffs)
+    }
+
+    pub(crate) fn from_coeffs(params: &Params, coeffs: Vec<i8>) -> Self {
+        let mut wide: Vec<i64> = coeffs.iter().map(|&c| c as i64).collect();
+        let s =
+            super::poly::RnsPoly::from_small(&wide, params.plans_qp()).into_ntt(params.plans_qp());
+        wide.zeroize();
+        SecretKey {
+            params: params.clone(),
+            s,
+            coeffs,
+        }
+    }
+
+    /// The parameters this key belongs to.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// s restricted to the first `limbs` primes of Q.
+    pub(crate) fn s_q(&self, limbs: usize) -> RnsPoly<Ntt> {
+        let mut s = self.s.clone();
+        s.truncate_limbs(limbs);
+        s
+    }
+}
+
+/// A public key `(p0, p1) = (-(a·s) + e, a)` over Q, in NTT form.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PublicKey {
+    pub(crate) params: Params,
+    pub(crate) p0: RnsPoly<Ntt>,
+    pub(crate) p1: RnsPoly<Ntt>,
+}
+
+impl std::fmt::Debug for PublicKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PublicKey {{ params: {} }}", self.params.id_hex())
+    }
+}
+
+impl PublicKey {
+    /// A public key for `sk`, from the system RNG.
+    pub fn new(sk: &SecretKey) -> Result<Self, BfvError> {
+        Ok(Self::new_with(sk, &mut Prng::from_os()?))
+    }
+
+    /// A public key for `sk` from the given generator.
+    pub fn new_with(sk: &SecretKey, rng: &mut Prng) -> Self {
+        let params = &sk.params;
+        let zero = super::encrypt::encrypt_zero_sk(sk, params.limbs(), rng);
+        PublicKey {
+            params: params.clone(),
+            p0: zero.c0,
+            p1: zero.c1,
+        }
+    }
+
+    /// The parameters this key belongs to.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+}

@@ -1,0 +1,24 @@
+//! The BFV scheme over the 32-bit RNS NTT core.
+//!
+//! Keys and ciphertexts are kept in the NTT domain; the uniform part of a
+//! secret-key ciphertext is expanded from a 32-byte seed.
+
+mod ciphertext;
+mod encoding;
+mod encrypt;
+mod eval;
+mod keys;
+pub mod params;
+mod plaintext;
+pub mod poly;
+mod rng;
+pub mod sample;
+mod scaling;
+
+pub use ciphertext::Ciphertext;
+pub use encoding::{BatchEncoder, CoefficientEncoder};
+pub use eval::{Evaluator, PlaintextNtt};
+pub use keys::{PublicKey, SecretKey};
+pub use params::{Params, ParamsBuilder};
+pub use plaintext::Plaintext;
+pub use rng::{os_seed, Prng};

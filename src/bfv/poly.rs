@@ -1,0 +1,183 @@
+//! RNS polynomials whose type says which domain they are in.
+//!
+//! A `RnsPoly<D>` holds `limbs` residue vectors of length `n`, limb-major: limb
+//! `i` is the polynomial reduced mod the `i`-th prime of whatever basis it was
+//! made for (`Params::plans_q` or `Params::plans_qp`). `D` is [`Coeff`]
+//! (coefficients) or [`Ntt`] (bit-reversed evaluations); mixing them is a type
+//! error, and conversions go through [`RnsPoly::into_ntt`] / [`RnsPoly::into_coeff`].
+
+use std::marker::PhantomData;
+
+use zeroize::Zeroize;
+
+use crate::ntt::NttPlan;
+
+/// Coefficient domain marker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Coeff;
+/// NTT (evaluation) domain marker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ntt;
+
+/// A polynomial in RNS form, in domain `D`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RnsPoly<D> {
+    data: Vec<u32>,
+    n: usize,
+    _domain: PhantomData<D>,
+}
+
+impl<D> std::fmt::Debug for RnsPoly<D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RnsPoly {{ n: {}, limbs: {} }}", self.n, self.limbs())
+    }
+}
+
+impl<D> Zeroize for RnsPoly<D> {
+    fn zeroize(&mut self) {
+        self.data.zeroize();
+    }
+}
+
+impl<D> RnsPoly<D> {
+    /// The zero polynomial with `limbs` limbs of degree `n`.
+    pub fn zero(n: usize, limbs: usize) -> Self {
+        Self {
+            data: vec![0; n * limbs],
+            n,
+            _domain: PhantomData,
+        }
+    }
+
+    /// Wraps limb-major residues (`data.len()` a multiple of `n`).
+    pub(crate) fn from_raw(data: Vec<u32>, n: usize) -> Self {
+        debug_assert_eq!(data.len() % n, 0);
+        Self {
+            data,
+            n,
+            _domain: PhantomData,
+        }
+    }
+
+    /// Degree.
+    pub fn degree(&self) -> usize {
+        self.n
+    }
+
+    /// Number of limbs.
+    pub fn limbs(&self) -> usize {
+        self.data.len() / self.n
+    }
+
+    /// Limb `i`.
+    pub fn limb(&self, i: usize) -> &[u32] {
+        &self.data[i * self.n..(i + 1) * self.n]
+    }
+
+    /// Limb `i`, mutable.
+    pub fn limb_mut(&mut self, i: usize) -> &mut [u32] {
+        &mut self.data[i * self.n..(i + 1) * self.n]
+    }
+
+    /// All residues, limb-major.
+    pub fn as_slice(&self) -> &[u32] {
+        &self.data
+    }
+
+    /// Drops limbs past the first `k`.
+    pub fn truncate_limbs(&mut self, k: usize) {
+        self.data.truncate(k * self.n);
+    }
+
+    /// `self += other` limb by limb.
+    pub fn add_assign(&mut self, other: &Self, plans: &[NttPlan]) {
+        for (i, p) in plans.iter().enumerate().take(self.limbs()) {
+            let m = p.modulus();
+            let n = self.n;
+            for (x, &y) in self.data[i * n..(i + 1) * n].iter_mut().zip(other.limb(i)) {
+                *x = m.add(*x, y);
+            }
+        }
+    }
+
+    /// `self -= other` limb by limb.
+    pub fn sub_assign(&mut self, other: &Self, plans: &[NttPlan]) {
+        for (i, p) in plans.iter().enumerate().take(self.limbs()) {
+            let m = p.modulus();
+            let n = self.n;
+            for (x, &y) in self.data[i * n..(i + 1) * n].iter_mut().zip(other.limb(i)) {
+                *x = m.sub(*x, y);
+            }
+        }
+    }
+
+    /// `self = -self`.
+    pub fn neg_assign(&mut self, plans: &[NttPlan]) {
+        for (i, p) in plans.iter().enumerate().take(self.limbs()) {
+            let m = p.modulus();
+            let n = self.n;
+            for x in self.data[i * n..(i + 1) * n].iter_mut() {
+                *x = m.neg(*x);
+            }
+        }
+    }
+}
+
+impl RnsPoly<Coeff> {
+    /// Small signed coefficients (|c| < every prime) reduced into each limb.
+    pub fn from_small(coeffs: &[i64], plans: &[NttPlan]) -> Self {
+        let n = coeffs.len();
+        let mut p = Self::zero(n, plans.len());
+        for (i, plan) in plans.iter().enumerate() {
+            let m = plan.modulus();
+            for (x, &c) in p.limb_mut(i).iter_mut().zip(coeffs) {
+                *x = super::sample::signed_to_residue(c, m);
+            }
+        }
+        p
+    }
+
+    /// Forward NTT of every limb.
+    pub fn into_ntt(mut self, plans: &[NttPlan]) -> RnsPoly<Ntt> {
+        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
+            plan.forward(self.limb_mut(i));
+        }
+        RnsPoly::from_raw(std::mem::take(&mut self.data), self.n)
+    }
+}
+
+impl RnsPoly<Ntt> {
+    /// Inverse NTT of every limb.
+    pub fn into_coeff(mut self, plans: &[NttPlan]) -> RnsPoly<Coeff> {
+        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
+            plan.inverse(self.limb_mut(i));
+        }
+        RnsPoly::from_raw(std::mem::take(&mut self.data), self.n)
+    }
+
+    /// `self = a · b` pointwise.
+    pub fn mul_from(&mut self, a: &Self, b: &Self, plans: &[NttPlan]) {
+        let n = self.n;
+        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
+            plan.multiply_pointwise(a.limb(i), b.limb(i), &mut self.data[i * n..(i + 1) * n]);
+        }
+    }
+
+    /// `self += a · b` pointwise.
+    pub fn mul_acc(&mut self, a: &Self, b: &Self, plans: &[NttPlan]) {
+        let n = self.n;
+        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
+            plan.multiply_accumulate(a.limb(i), b.limb(i), &mut self.data[i * n..(i + 1) * n]);
+        }
+    }
+
+    /// `self = self · b` pointwise.
+    pub fn mul_assign(&mut self, b: &Self, plans: &[NttPlan]) {
+        let n = self.n;
+        let mut tmp = vec![0u32; n];
+        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
+            plan.multiply_pointwise(&self.data[i * n..(i + 1) * n], b.limb(i), &mut tmp);
+            self.data[i * n..(i + 1) * n].copy_from_slice(&tmp);
+        }
+    }
+}
