@@ -56,7 +56,9 @@ impl JsNttPlan {
 
     fn build(n: usize, q: f64, backend: Backend) -> Result<JsNttPlan, JsError> {
         if !(q.is_finite() && q >= 0.0 && q.fract() == 0.0 && q < 9.0e15) {
-            return Err(JsError::new(&format!("modulus {q} is not a non-negative integer")));
+            return Err(JsError::new(&format!(
+                "modulus {q} is not a non-negative integer"
+            )));
         }
         let plan = NttPlan::with_backend(n, q as u64, backend)
             .map_err(|e| JsError::new(&e.to_string()))?;
@@ -97,7 +99,9 @@ impl JsNttPlan {
 #[wasm_bindgen(js_name = nttPrimes)]
 pub fn ntt_primes(bits: u32, n: usize, count: usize) -> Result<Vec<u32>, JsError> {
     if count > 1024 {
-        return Err(JsError::new(&format!("count {count} is over the limit of 1024")));
+        return Err(JsError::new(&format!(
+            "count {count} is over the limit of 1024"
+        )));
     }
     crate::arith::ntt_primes(bits, n, count).map_err(|e| JsError::new(&e.to_string()))
 }
