@@ -18,6 +18,8 @@ pub struct Modulus {
     r: u32,
     /// `2^64 mod q` (R^2), to enter the Montgomery domain.
     r2: u32,
+    /// `floor(2^64 / q)`, for Barrett reduction of 64-bit values.
+    barrett: u64,
 }
 
 /// A constant `w < q` with its Shoup companion `floor(w * 2^32 / q)`.
@@ -57,6 +59,7 @@ impl Modulus {
             q_neg_inv: inv.wrapping_neg(),
             r,
             r2,
+            barrett: (u64::MAX / q as u64),
         })
     }
 
@@ -118,6 +121,17 @@ impl Modulus {
     #[inline(always)]
     pub fn reduce_u32(&self, a: u32) -> u32 {
         self.mont_mul(self.mont_mul(a, self.r2), 1)
+    }
+
+    /// Reduces any `u64` to `[0, q)` (Barrett; branch-free).
+    #[inline(always)]
+    pub fn reduce_u64(&self, x: u64) -> u32 {
+        let est = ((x as u128 * self.barrett as u128) >> 64) as u64;
+        // x - est·q is in [0, 2q) because est undershoots by at most one.
+        csub(
+            x.wrapping_sub(est.wrapping_mul(self.q as u64)) as u32,
+            self.q,
+        )
     }
 
     /// Lazy Montgomery product: `a * b * 2^-32 mod q`, in `[0, 2q)`, for any
@@ -252,6 +266,10 @@ mod tests {
                 );
                 assert_eq!(m.reduce_4q(a4) as u64, a4 as u64 % q);
                 assert_eq!(m.reduce_u32(big) as u64, big as u64 % q);
+                let wide = (lcg(&mut s) as u64) << 32 | lcg(&mut s) as u64;
+                for x in [wide, u64::MAX, 0, q - 1, q, q * q - 1] {
+                    assert_eq!(m.reduce_u64(x) as u64, x % q, "reduce_u64({x}) mod {q}");
+                }
             }
         }
     }

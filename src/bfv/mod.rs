@@ -8,6 +8,7 @@ mod encoding;
 mod encrypt;
 mod eval;
 mod keys;
+mod mul;
 pub mod params;
 mod plaintext;
 pub mod poly;

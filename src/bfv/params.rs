@@ -2,8 +2,9 @@
 //! the key-switching special prime, checked against the 128-bit security table.
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use super::mul::MulConsts;
 use super::scaling::LevelConsts;
 use crate::arith::primes::{check_degree, check_ntt_prime, is_prime};
 use crate::error::{BfvError, ParamsError};
@@ -48,6 +49,8 @@ struct Inner {
     levels: Vec<LevelConsts>,
     /// NTT plan over t, when slot batching is on.
     plan_t: Option<NttPlan>,
+    /// Multiplication constants, built on first use (clients rarely multiply).
+    mul: OnceLock<MulConsts>,
 }
 
 impl fmt::Debug for Params {
@@ -195,6 +198,7 @@ impl ParamsBuilder {
             plans,
             levels,
             plan_t,
+            mul: OnceLock::new(),
         })))
     }
 }
@@ -297,6 +301,15 @@ impl Params {
     /// floor(Q/t) mod q_i, for the full Q.
     pub(crate) fn delta_mod(&self, i: usize) -> u32 {
         self.level(self.limbs()).delta[i]
+    }
+
+    /// Constants for ciphertext multiplication.
+    pub(crate) fn mul_consts(&self) -> &MulConsts {
+        self.0.mul.get_or_init(|| {
+            let mut used = self.0.q.clone();
+            used.push(self.0.p);
+            MulConsts::new(self.0.n, self.0.t, &self.0.q, &used)
+        })
     }
 
     /// The NTT plan over t (slot batching).

@@ -264,5 +264,63 @@ suite_test! {
         eprintln!("fresh noise budget: secret key {b_sk:.1} bits, public key {b_pk:.1} bits");
         assert!(b_sk > 60.0 && b_sk < 70.0, "{b_sk}");
         assert!(b_pk > 55.0 && b_pk < b_sk, "{b_pk}");
+        // After one ciphertext product of worst-case packed inputs (every
+        // coefficient ±175, the quantizer's largest magnitude). SEAL measures
+        // 37 bits for this shape.
+        let coeff = CoefficientEncoder::new(&params);
+        let n = params.degree();
+        let x: Vec<i64> = (0..n).map(|i| if i % 3 == 0 { -175 } else { 175 }).collect();
+        let cx = sk.encrypt_with(&coeff.encode(&x).unwrap(), &mut prng).unwrap();
+        let cy = pk.encrypt_with(&coeff.encode(&x).unwrap(), &mut prng).unwrap();
+        let prod = Evaluator::new(&params).multiply(&cx, &cy).unwrap();
+        let b_mul = sk.noise_budget(&prod).unwrap();
+        eprintln!("noise budget after multiply: {b_mul:.1} bits");
+        let mut r = Rng::new(1);
+        let xr: Vec<i64> = (0..n).map(|_| r.below(351) as i64 - 175).collect();
+        let cx = sk.encrypt_with(&coeff.encode(&xr).unwrap(), &mut prng).unwrap();
+        let cy = pk.encrypt_with(&coeff.encode(&xr).unwrap(), &mut prng).unwrap();
+        let prod = Evaluator::new(&params).multiply(&cx, &cy).unwrap();
+        let b_rand = sk.noise_budget(&prod).unwrap();
+        eprintln!("noise budget after multiply (random ±175): {b_rand:.1} bits");
+        assert!(b_rand > 28.0, "{b_rand}");
+        assert!(b_mul > 30.0, "{b_mul}");
+    }
+}
+
+suite_test! {
+    fn multiply_matches_reference_and_decrypts_at_size_three() {
+        let params = Params::auth4096();
+        let t = params.plaintext_modulus();
+        let n = params.degree();
+        let mut rng = Rng::new(12);
+        let mut prng = seeded(77);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let ev = Evaluator::new(&params);
+        let batch = BatchEncoder::new(&params).unwrap();
+        let a = random_values(&mut rng, n, t);
+        let b = random_values(&mut rng, n, t);
+        let ca = sk.encrypt_with(&batch.encode(&a).unwrap(), &mut prng).unwrap();
+        let cb = pk.encrypt_with(&batch.encode(&b).unwrap(), &mut prng).unwrap();
+        let prod = ev.multiply(&ca, &cb).unwrap();
+        assert_eq!(prod.size(), 3);
+        let want: Vec<i64> = a.iter().zip(&b).map(|(x, y)| modt(x * y, t)).collect();
+        assert_eq!(batch.decode(&sk.decrypt(&prod).unwrap()).unwrap(), want);
+        // Coefficient packing: the product is the negacyclic convolution mod t.
+        let coeff = CoefficientEncoder::new(&params);
+        let x: Vec<i64> = (0..n).map(|_| rng.below(351) as i64 - 175).collect();
+        let y: Vec<i64> = (0..n).map(|_| rng.below(351) as i64 - 175).collect();
+        let cx = sk.encrypt_with(&coeff.encode(&x).unwrap(), &mut prng).unwrap();
+        let cy = sk.encrypt_with(&coeff.encode(&y).unwrap(), &mut prng).unwrap();
+        let got = coeff.decode(&sk.decrypt(&ev.multiply(&cx, &cy).unwrap()).unwrap()).unwrap();
+        let mut want = vec![0i64; n];
+        for i in 0..n {
+            for j in 0..n {
+                let p = x[i] * y[j];
+                if i + j < n { want[i + j] += p } else { want[i + j - n] -= p }
+            }
+        }
+        let want: Vec<i64> = want.into_iter().map(|v| modt(v, t)).collect();
+        assert_eq!(got, want);
     }
 }
