@@ -95,6 +95,9 @@ pub enum BfvError {
         a: usize,
         b: usize,
     },
+    /// No Galois key for the automorphism that the operation needs.
+    #[error("no Galois key for element {element}: generate keys for this rotation")]
+    MissingGaloisKey { element: u32 },
     /// The noise diagnostic is not available for a modulus this large.
     #[error("noise budget is only available for Q below 2^127")]
     NoiseUnavailable,

@@ -2,6 +2,7 @@
 
 use super::ciphertext::Ciphertext;
 use super::encrypt::scaled_message;
+use super::galois::{GaloisKeys, RelinKey};
 use super::params::Params;
 use super::plaintext::Plaintext;
 use super::poly::{Ntt, RnsPoly};
@@ -214,5 +215,115 @@ impl Evaluator {
             out.push(RnsPoly::<super::poly::Coeff>::from_raw(r, n).into_ntt(plans_q));
         }
         Ok(Ciphertext::new(&self.params, out))
+    }
+
+    /// Relinearizes a size-3 ciphertext to size 2 (a size-2 input is
+    /// returned unchanged).
+    pub fn relinearize(&self, ct: &Ciphertext, rk: &RelinKey) -> Result<Ciphertext, BfvError> {
+        self.params.check(ct.params())?;
+        self.params.check(rk.params())?;
+        match ct.size() {
+            2 => return Ok(ct.clone()),
+            3 => {}
+            size => {
+                return Err(BfvError::CiphertextSize {
+                    op: "relinearize",
+                    size,
+                    expected: "2 or 3",
+                })
+            }
+        }
+        self.check_top_level("relinearize", ct)?;
+        let plans = self.params.plans_q();
+        let c2 = ct.polys[2].clone().into_coeff(plans);
+        let (u0, u1) = rk.ksw.apply(&self.params, &c2);
+        let mut c0 = ct.polys[0].clone();
+        let mut c1 = ct.polys[1].clone();
+        c0.add_assign(&u0, plans);
+        c1.add_assign(&u1, plans);
+        Ok(Ciphertext::new(&self.params, vec![c0, c1]))
+    }
+
+    /// `a · b`, relinearized.
+    pub fn multiply_relin(
+        &self,
+        a: &Ciphertext,
+        b: &Ciphertext,
+        rk: &RelinKey,
+    ) -> Result<Ciphertext, BfvError> {
+        let prod = self.multiply(a, b)?;
+        self.relinearize(&prod, rk)
+    }
+
+    fn check_top_level(&self, op: &'static str, ct: &Ciphertext) -> Result<(), BfvError> {
+        if ct.limbs() != self.params.limbs() {
+            return Err(BfvError::LevelMismatch {
+                op,
+                a: ct.limbs(),
+                b: self.params.limbs(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Applies the automorphism `X -> X^g` and switches back to `s`.
+    pub fn apply_galois(
+        &self,
+        ct: &Ciphertext,
+        g: u32,
+        gk: &GaloisKeys,
+    ) -> Result<Ciphertext, BfvError> {
+        self.params.check(ct.params())?;
+        self.params.check(gk.params())?;
+        if ct.size() != 2 {
+            return Err(BfvError::CiphertextSize {
+                op: "rotate",
+                size: ct.size(),
+                expected: "2",
+            });
+        }
+        self.check_top_level("rotate", ct)?;
+        if g == 1 {
+            return Ok(ct.clone());
+        }
+        let key = gk
+            .keys
+            .get(&g)
+            .ok_or(BfvError::MissingGaloisKey { element: g })?;
+        let n = self.params.degree();
+        let plans = self.params.plans_q();
+        let perm = super::galois::ntt_permutation(n, g);
+        let permute = |p: &RnsPoly<Ntt>| {
+            let mut out = RnsPoly::<Ntt>::zero(n, p.limbs());
+            for j in 0..p.limbs() {
+                let src = p.limb(j);
+                for (d, &k) in out.limb_mut(j).iter_mut().zip(&perm) {
+                    *d = src[k as usize];
+                }
+            }
+            out
+        };
+        let mut c0 = permute(&ct.polys[0]);
+        let c1 = permute(&ct.polys[1]).into_coeff(plans);
+        let (u0, u1) = key.apply(&self.params, &c1);
+        c0.add_assign(&u0, plans);
+        Ok(Ciphertext::new(&self.params, vec![c0, u1]))
+    }
+
+    /// Rotates both rows of the slot matrix left by `step` (right if negative).
+    pub fn rotate_rows(
+        &self,
+        ct: &Ciphertext,
+        step: i32,
+        gk: &GaloisKeys,
+    ) -> Result<Ciphertext, BfvError> {
+        let g = super::galois::row_rotation_element(self.params.degree(), step);
+        self.apply_galois(ct, g, gk)
+    }
+
+    /// Swaps the two rows of the slot matrix.
+    pub fn rotate_columns(&self, ct: &Ciphertext, gk: &GaloisKeys) -> Result<Ciphertext, BfvError> {
+        let g = super::galois::column_swap_element(self.params.degree());
+        self.apply_galois(ct, g, gk)
     }
 }

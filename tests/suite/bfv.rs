@@ -324,3 +324,51 @@ suite_test! {
         assert_eq!(got, want);
     }
 }
+
+suite_test! {
+    fn relinearize_and_rotate_match_reference() {
+        use blindmatch::bfv::{GaloisKeys, RelinKey};
+        let params = Params::auth4096();
+        let t = params.plaintext_modulus();
+        let n = params.degree();
+        let half = n / 2;
+        let mut rng = Rng::new(13);
+        let mut prng = seeded(88);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let rk = RelinKey::new_with(&sk, &mut prng);
+        let gk = GaloisKeys::new_with(&sk, &[1, -1, 5], &mut prng);
+        let ev = Evaluator::new(&params);
+        let batch = BatchEncoder::new(&params).unwrap();
+        let a = random_values(&mut rng, n, t);
+        let b = random_values(&mut rng, n, t);
+        let ca = sk.encrypt_with(&batch.encode(&a).unwrap(), &mut prng).unwrap();
+        let cb = sk.encrypt_with(&batch.encode(&b).unwrap(), &mut prng).unwrap();
+        let dec = |ct: &blindmatch::bfv::Ciphertext| batch.decode(&sk.decrypt(ct).unwrap()).unwrap();
+        let prod = ev.multiply_relin(&ca, &cb, &rk).unwrap();
+        assert_eq!(prod.size(), 2);
+        let want: Vec<i64> = a.iter().zip(&b).map(|(x, y)| modt(x * y, t)).collect();
+        assert_eq!(dec(&prod), want);
+        let budget = sk.noise_budget(&prod).unwrap();
+        eprintln!("noise budget after multiply + relinearize: {budget:.1} bits");
+        assert!(budget > 25.0, "{budget}");
+        // Rows rotate left by `step`; columns swap rows.
+        let rotated = |v: &[i64], step: i64| -> Vec<i64> {
+            let h = half as i64;
+            (0..n)
+                .map(|i| {
+                    let (row, k) = (i / half, (i % half) as i64);
+                    v[row * half + (k + step).rem_euclid(h) as usize]
+                })
+                .collect()
+        };
+        for step in [1i32, -1, 5] {
+            assert_eq!(dec(&ev.rotate_rows(&ca, step, &gk).unwrap()), rotated(&a, step as i64), "step {step}");
+        }
+        let swapped: Vec<i64> = (0..n).map(|i| a[(i + half) % n]).collect();
+        assert_eq!(dec(&ev.rotate_columns(&ca, &gk).unwrap()), swapped);
+        // A rotation without its key is a typed error.
+        assert!(matches!(ev.rotate_rows(&ca, 2, &gk), Err(blindmatch::BfvError::MissingGaloisKey { .. })));
+        // Rotating a product (after relinearization) still works.
+        assert_eq!(dec(&ev.rotate_rows(&prod, 1, &gk).unwrap()), rotated(&want, 1));
+    }
+}

@@ -1,0 +1,127 @@
+//! Key switching with one special prime P and one digit per ciphertext prime.
+//!
+//! A key switching key from a secret `w` to the secret `s` holds, for each
+//! ciphertext prime `q_i`, an encryption of `P·g_i·w` over Q·P, where
+//! `g_i = (Q/q_i)·[(Q/q_i)^-1]_{q_i}` is the CRT basis element (so
+//! `g_i ≡ δ_ij mod q_j` and `P·g_i ≡ 0 mod P`). Switching a polynomial `c`
+//! multiplies its digits `[c]_{q_i}` (small: below `q_i`) by the key parts,
+//! sums, and divides by P with rounding: the digit noise shrinks by P.
+//!
+//! Everything is kept in the NTT domain; `k1` parts are expanded from seeds.
+
+use zeroize::Zeroize;
+
+use super::encrypt::{error_poly, expand_uniform};
+use super::keys::SecretKey;
+use super::params::Params;
+use super::poly::{Coeff, Ntt, RnsPoly};
+use super::rng::Prng;
+
+/// A key switching key: per digit `i`, `(k0_i, k1_i)` over Q·P in NTT form.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct KswKey {
+    pub k0: Vec<RnsPoly<Ntt>>,
+    pub k1: Vec<RnsPoly<Ntt>>,
+    /// Seeds of the `k1` parts (each `k1_i` is expanded from `seeds[i]`).
+    pub seeds: Vec<[u8; 32]>,
+}
+
+impl KswKey {
+    /// A key that switches from the secret `w` (NTT form over Q·P) to `sk`.
+    pub(crate) fn generate(sk: &SecretKey, w: &RnsPoly<Ntt>, rng: &mut Prng) -> Self {
+        let params = &sk.params;
+        let plans = params.plans_qp();
+        let n = params.degree();
+        let l = params.limbs();
+        let p = params.special_prime();
+        let mut k0 = Vec::with_capacity(l);
+        let mut k1 = Vec::with_capacity(l);
+        let mut seeds = Vec::with_capacity(l);
+        for i in 0..l {
+            let seed = rng.seed();
+            let a = expand_uniform(seed, plans, n);
+            let mut b = error_poly(rng, plans, n).into_ntt(plans);
+            let mut as_ = RnsPoly::<Ntt>::zero(n, l + 1);
+            as_.mul_from(&a, &sk.s, plans);
+            b.sub_assign(&as_, plans);
+            // + P·w on limb i only.
+            let m = plans[i].modulus();
+            let pw = m.shoup(m.reduce_u32(p));
+            let wi: Vec<u32> = w.limb(i).iter().map(|&x| m.mul_shoup(x, pw)).collect();
+            for (x, y) in b.limb_mut(i).iter_mut().zip(wi) {
+                *x = m.add(*x, y);
+            }
+            as_.zeroize();
+            k0.push(b);
+            k1.push(a);
+            seeds.push(seed);
+        }
+        KswKey { k0, k1, seeds }
+    }
+
+    /// Switches `c` (coefficients over Q) to `(u0, u1)` over Q in NTT form,
+    /// with `u0 + u1·s ≈ c·w`.
+    pub(crate) fn apply(
+        &self,
+        params: &Params,
+        c: &RnsPoly<Coeff>,
+    ) -> (RnsPoly<Ntt>, RnsPoly<Ntt>) {
+        let plans = params.plans_qp();
+        let n = params.degree();
+        let l = params.limbs();
+        let mut acc0 = RnsPoly::<Ntt>::zero(n, l + 1);
+        let mut acc1 = RnsPoly::<Ntt>::zero(n, l + 1);
+        let mut digit = vec![0u32; n];
+        for i in 0..l {
+            let src = c.limb(i);
+            for (j, plan) in plans.iter().enumerate() {
+                let m = plan.modulus();
+                if j == i || m.value() > params.ciphertext_primes()[i] {
+                    digit.copy_from_slice(src);
+                } else {
+                    for (d, &x) in digit.iter_mut().zip(src) {
+                        *d = m.reduce_u64(x as u64);
+                    }
+                }
+                plan.forward(&mut digit);
+                plan.multiply_accumulate(&digit, self.k0[i].limb(j), acc0.limb_mut(j));
+                plan.multiply_accumulate(&digit, self.k1[i].limb(j), acc1.limb_mut(j));
+            }
+        }
+        (mod_down(params, acc0), mod_down(params, acc1))
+    }
+}
+
+/// `round(x / P)` from Q·P to Q, in NTT form.
+pub(crate) fn mod_down(params: &Params, mut x: RnsPoly<Ntt>) -> RnsPoly<Ntt> {
+    let plans = params.plans_qp();
+    let n = params.degree();
+    let l = params.limbs();
+    let p_plan = &plans[l];
+    let p = p_plan.modulus().value();
+    let mut last = x.limb(l).to_vec();
+    p_plan.inverse(&mut last);
+    // Centre [x]_P in (-P/2, P/2] so the rounding is to nearest; add P/2 first
+    // and subtract it again per prime, branch-free.
+    let half = p / 2;
+    let pm = p_plan.modulus();
+    for v in last.iter_mut() {
+        *v = pm.add(*v, half);
+    }
+    let mut lifted = vec![0u32; n];
+    for j in 0..l {
+        let plan = &plans[j];
+        let m = plan.modulus();
+        let half_j = m.reduce_u32(half);
+        for (d, &v) in lifted.iter_mut().zip(&last) {
+            *d = m.sub(m.reduce_u32(v), half_j);
+        }
+        plan.forward(&mut lifted);
+        let p_inv = m.shoup(m.inv(m.reduce_u32(p)));
+        for (y, &z) in x.limb_mut(j).iter_mut().zip(&lifted) {
+            *y = m.mul_shoup(m.sub(*y, z), p_inv);
+        }
+    }
+    x.truncate_limbs(l);
+    x
+}
