@@ -109,8 +109,7 @@ pub(crate) fn mod_down(params: &Params, mut x: RnsPoly<Ntt>) -> RnsPoly<Ntt> {
         *v = pm.add(*v, half);
     }
     let mut lifted = vec![0u32; n];
-    for j in 0..l {
-        let plan = &plans[j];
+    for (j, plan) in plans.iter().enumerate().take(l) {
         let m = plan.modulus();
         let half_j = m.reduce_u32(half);
         for (d, &v) in lifted.iter_mut().zip(&last) {
