@@ -326,4 +326,41 @@ impl Evaluator {
         let g = super::galois::column_swap_element(self.params.degree());
         self.apply_galois(ct, g, gk)
     }
+
+    /// Drops the last ciphertext prime: `c -> round(c·Q'/Q)` with
+    /// `Q' = Q/q_last`. The plaintext is unchanged; the ciphertext shrinks.
+    pub fn mod_switch_to_next(&self, ct: &Ciphertext) -> Result<Ciphertext, BfvError> {
+        self.params.check(ct.params())?;
+        let l = ct.limbs();
+        if l <= 1 {
+            return Err(BfvError::LevelMismatch {
+                op: "mod_switch_to_next (already at one prime)",
+                a: l,
+                b: 1,
+            });
+        }
+        let plans = &self.params.plans_q()[..l];
+        let polys = ct
+            .polys
+            .iter()
+            .map(|p| super::keyswitch::drop_last_prime(plans, p.clone()))
+            .collect();
+        Ok(Ciphertext::new(&self.params, polys))
+    }
+
+    /// Switches down until the ciphertext is over `limbs` primes.
+    pub fn mod_switch_to(&self, ct: &Ciphertext, limbs: usize) -> Result<Ciphertext, BfvError> {
+        if limbs == 0 || limbs > ct.limbs() {
+            return Err(BfvError::LevelMismatch {
+                op: "mod_switch_to (target must be between 1 and the current count)",
+                a: ct.limbs(),
+                b: limbs,
+            });
+        }
+        let mut c = ct.clone();
+        while c.limbs() > limbs {
+            c = self.mod_switch_to_next(&c)?;
+        }
+        Ok(c)
+    }
 }

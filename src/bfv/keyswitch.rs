@@ -16,6 +16,7 @@ use super::keys::SecretKey;
 use super::params::Params;
 use super::poly::{Coeff, Ntt, RnsPoly};
 use super::rng::Prng;
+use crate::ntt::NttPlan;
 
 /// A key switching key: per digit `i`, `(k0_i, k1_i)` over Q·P in NTT form.
 #[derive(Clone, PartialEq, Eq)]
@@ -93,16 +94,23 @@ impl KswKey {
 }
 
 /// `round(x / P)` from Q·P to Q, in NTT form.
-pub(crate) fn mod_down(params: &Params, mut x: RnsPoly<Ntt>) -> RnsPoly<Ntt> {
-    let plans = params.plans_qp();
-    let n = params.degree();
-    let l = params.limbs();
+pub(crate) fn mod_down(params: &Params, x: RnsPoly<Ntt>) -> RnsPoly<Ntt> {
+    drop_last_prime(&params.plans_qp()[..=params.limbs()], x)
+}
+
+/// `round(x / p)` where `p` is the last prime of `plans` (the basis `x` is
+/// over): the result is over the other primes. Used for key-switching
+/// (dropping P) and modulus switching (dropping q_{L-1}).
+pub(crate) fn drop_last_prime(plans: &[NttPlan], mut x: RnsPoly<Ntt>) -> RnsPoly<Ntt> {
+    let n = x.degree();
+    let l = plans.len() - 1;
+    debug_assert_eq!(x.limbs(), plans.len());
     let p_plan = &plans[l];
     let p = p_plan.modulus().value();
     let mut last = x.limb(l).to_vec();
     p_plan.inverse(&mut last);
-    // Centre [x]_P in (-P/2, P/2] so the rounding is to nearest; add P/2 first
-    // and subtract it again per prime, branch-free.
+    // Centre [x]_p in (-p/2, p/2] so the rounding is to nearest: add p/2
+    // first and subtract it again per prime, branch-free.
     let half = p / 2;
     let pm = p_plan.modulus();
     for v in last.iter_mut() {

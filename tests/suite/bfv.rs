@@ -372,3 +372,37 @@ suite_test! {
         assert_eq!(dec(&ev.rotate_rows(&prod, 1, &gk).unwrap()), rotated(&want, 1));
     }
 }
+
+suite_test! {
+    fn modulus_switching_keeps_the_message() {
+        let params = Params::auth4096();
+        let t = params.plaintext_modulus();
+        let n = params.degree();
+        let mut rng = Rng::new(14);
+        let mut prng = seeded(99);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let ev = Evaluator::new(&params);
+        let batch = BatchEncoder::new(&params).unwrap();
+        let a = random_values(&mut rng, n, t);
+        let b = random_values(&mut rng, n, t);
+        let ca = sk.encrypt_with(&batch.encode(&a).unwrap(), &mut prng).unwrap();
+        let cb = sk.encrypt_with(&batch.encode(&b).unwrap(), &mut prng).unwrap();
+        let prod = ev.multiply(&ca, &cb).unwrap();
+        let want: Vec<i64> = a.iter().zip(&b).map(|(x, y)| modt(x * y, t)).collect();
+        // The product still decrypts over two primes (58 bits); a fresh
+        // ciphertext, with far less noise, even over one (29 bits).
+        let before = sk.noise_budget(&prod).unwrap();
+        let down = ev.mod_switch_to(&prod, 2).unwrap();
+        assert_eq!(down.limbs(), 2);
+        assert!(batch.decode(&sk.decrypt(&down).unwrap()).unwrap() == want, "product at 2 primes");
+        let after = sk.noise_budget(&down).unwrap();
+        eprintln!("product: {before:.1} bits over 3 primes, {after:.1} over 2");
+        assert!(after > 0.5 && after < before, "{after}");
+        let one = ev.mod_switch_to(&ca, 1).unwrap();
+        assert_eq!(one.limbs(), 1);
+        assert!(batch.decode(&sk.decrypt(&one).unwrap()).unwrap() == a, "fresh at 1 prime");
+        eprintln!("fresh: {:.1} bits over 1 prime", sk.noise_budget(&one).unwrap());
+        assert!(ev.mod_switch_to(&prod, 0).is_err());
+        assert!(ev.mod_switch_to_next(&ev.mod_switch_to(&prod, 1).unwrap()).is_err());
+    }
+}
