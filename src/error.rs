@@ -49,6 +49,9 @@ pub enum ParamsError {
     /// The plaintext modulus is unusable.
     #[error("plaintext modulus {t}: {reason}")]
     PlaintextModulus { t: u64, reason: &'static str },
+    /// More ciphertext primes than the RNS kernels accumulate without overflow.
+    #[error("{count} ciphertext primes: at most {max} are supported")]
+    TooManyPrimes { count: usize, max: usize },
     /// The same prime appears twice (or equals t).
     #[error("prime {prime} appears more than once among the moduli")]
     DuplicatePrime { prime: u32 },
@@ -101,4 +104,73 @@ pub enum BfvError {
     /// The noise diagnostic is not available for a modulus this large.
     #[error("noise budget is only available for Q below 2^127")]
     NoiseUnavailable,
+}
+
+/// Errors of the wire format (docs/FORMAT.md): every way that untrusted bytes
+/// can fail to be a valid object. Decoders return these, never panic.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum FormatError {
+    /// The input ends before the object does (lengths are checked before any
+    /// allocation, so this is also what an oversized length field gives).
+    #[error("input is truncated: {expected} bytes needed, {actual} given")]
+    Truncated { expected: u64, actual: u64 },
+    /// Bytes follow the end of the object.
+    #[error("trailing bytes: the object ends at {expected} bytes, {actual} given")]
+    TrailingBytes { expected: u64, actual: u64 },
+    /// The first four bytes are not the format's magic.
+    #[error("bad magic {found:02x?}: not a blindmatch object")]
+    BadMagic { found: [u8; 4] },
+    /// A format version this build cannot read.
+    #[error("format version {found} is not supported (this build reads version {supported})")]
+    UnsupportedVersion { found: u16, supported: u16 },
+    /// The object kind byte names another kind (or none).
+    #[error("object kind {found} where kind {expected} was expected")]
+    WrongKind { expected: u8, found: u8 },
+    /// Flag bits that this version does not define are set.
+    #[error("unknown flag bits {flags:#04x}")]
+    UnknownFlags { flags: u8 },
+    /// The object was made for other parameters (other n, t or primes).
+    #[error("parameter id {found} does not match the parameters' id {expected}")]
+    ParamsMismatch { expected: String, found: String },
+    /// The seeded flag is set on an object that has no seeded form.
+    #[error("the seeded flag is not allowed on a {what}")]
+    SeededNotAllowed { what: &'static str },
+    /// A ciphertext size other than 2 or 3.
+    #[error("ciphertext size {found} is not supported (expected 2 or 3)")]
+    CiphertextSize { found: u8 },
+    /// A ciphertext limb count outside `1..=L`.
+    #[error("limb count {found} is out of range 1..={max}")]
+    LimbCount { found: u8, max: usize },
+    /// A count field larger than the parameters allow.
+    #[error("{what}: count {count} exceeds the maximum {max}")]
+    CountOutOfRange {
+        what: &'static str,
+        count: u64,
+        max: u64,
+    },
+    /// An RNS residue that is not below its prime.
+    #[error("residue {value} at limb {limb}, index {index} is not below its prime {modulus}")]
+    ResidueOutOfRange {
+        limb: usize,
+        index: usize,
+        value: u32,
+        modulus: u32,
+    },
+    /// A plaintext coefficient that is not below t.
+    #[error("plaintext coefficient {value} at index {index} is not below t = {t}")]
+    CoefficientOutOfRange { index: usize, value: u32, t: u32 },
+    /// A secret-key coefficient with the unused 2-bit code `0b10`.
+    #[error("secret key coefficient {index} has the invalid code 0b10")]
+    InvalidSecretCoefficient { index: usize },
+    /// A Galois element that is even, 1, not below 2n, or out of order.
+    #[error("Galois element {element} at position {index}: {reason}")]
+    GaloisElement {
+        index: usize,
+        element: u32,
+        reason: &'static str,
+    },
+    /// A ciphertext whose polynomials past `c0` are all zero, refused on the
+    /// untrusted (server) path: anyone can read it.
+    #[error("transparent ciphertext (every polynomial past c0 is zero) refused")]
+    TransparentCiphertext,
 }

@@ -98,6 +98,11 @@ impl BaseConv {
         for (j, m) in self.to.iter().enumerate() {
             let mut acc = k * self.neg_f[j] as u64;
             for (i, &y) in y_scratch.iter().enumerate().take(self.from.len()) {
+                // Products are below 2^60: reduce every 8 terms so that any
+                // number of primes accumulates without overflow.
+                if i % 8 == 7 {
+                    acc = m.reduce_u64(acc) as u64;
+                }
                 acc += y as u64 * self.f_over_fi[j][i] as u64;
             }
             out[j] = m.reduce_u64(acc);

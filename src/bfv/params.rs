@@ -20,6 +20,11 @@ pub const SECURITY_128: [(usize, u32); 5] = [
     (16384, 438),
 ];
 
+/// Most ciphertext primes a parameter set may have: RNS sums of `L` products
+/// of 30-bit residues are accumulated in `u64` without intermediate
+/// reduction, which needs `L < 16`.
+pub const MAX_PRIMES: usize = 15;
+
 /// The 128-bit bound on `log2(Q·P)` for degree `n`.
 pub fn max_modulus_bits(n: usize) -> Option<u32> {
     SECURITY_128.iter().find(|(d, _)| *d == n).map(|&(_, b)| b)

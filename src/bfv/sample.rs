@@ -23,11 +23,14 @@ pub fn cbd(rng: &mut Prng) -> i8 {
     (a - b) as i8
 }
 
-/// A uniform residue mod `q` by rejection on 30-bit draws. Rejection depends
-/// only on discarded draws, so accepted values leak nothing through timing.
+/// A uniform residue mod `q` by rejection on draws of `bitlen(q)` bits (for
+/// the preset primes, just under `2^bits`, almost every draw is accepted).
+/// Rejection depends only on discarded draws, so accepted values leak
+/// nothing through timing.
 pub fn uniform(rng: &mut Prng, q: u32) -> u32 {
+    let shift = q.leading_zeros();
     loop {
-        let x = rng.next_u32() >> 2;
+        let x = rng.next_u32() >> shift;
         if x < q {
             return x;
         }

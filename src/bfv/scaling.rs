@@ -63,26 +63,38 @@ impl LevelConsts {
     }
 }
 
+/// `x mod t` for any `t` in `2..2^31` (Barrett with `mu = floor(2^64/t)`),
+/// branch-free.
+#[inline]
+pub(crate) fn reduce_u64_any(x: u64, t: u32, mu: u64) -> u32 {
+    let est = ((x as u128 * mu as u128) >> 64) as u64;
+    let r = x.wrapping_sub(est.wrapping_mul(t as u64)) as u32;
+    crate::arith::csub(r, t)
+}
+
 /// `round(t/Q · x) mod t` for each coefficient of `x`.
 pub(crate) fn round_to_t(params: &Params, x: &RnsPoly<Coeff>) -> Vec<u32> {
     let l = x.limbs();
     let c = params.level(l);
-    let t = params.plaintext_modulus() as u64;
+    let t = params.plaintext_modulus();
+    let mu = u64::MAX / t as u64;
     let n = params.degree();
     let mut out = vec![0u32; n];
     for (j, o) in out.iter_mut().enumerate() {
+        // Σ x_i·ω_i < L·2^30·2^30 and the floors < L·2^30: no overflow in u64
+        // for L < 16, so one reduction at the end suffices.
         let mut int = 0u64;
         let mut frac = 0f64;
         for i in 0..l {
             let xi = x.limb(i)[j] as u64;
-            int += xi * c.omega[i] % t;
+            int += xi * c.omega[i];
             let p = xi as f64 * c.theta[i];
             let fl = p.floor();
             int += fl as u64;
             frac += p - fl;
         }
         int += frac.round() as u64;
-        *o = (int % t) as u32;
+        *o = reduce_u64_any(int, t, mu);
     }
     out
 }
