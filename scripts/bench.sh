@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # blindmatch benchmarks (not tests): criterion benches for the native NTT and
-# pointwise kernels against tfhe-ntt on the same prime, and a Node bench of the
-# wasm build with and without simd128.
+# pointwise kernels against tfhe-ntt on the same prime, BFV operations against
+# Microsoft SEAL 4.x (tenseal.sealapi, in a venv this script creates), and a
+# Node bench of the wasm build with and without simd128.
 #
 # Writes bench/results.tsv (area, op, ours_us, peer, peer_us, ratio; ratio =
 # peer_us / ours_us, so > 1 means blindmatch is faster) and bench/REPORT.md.
@@ -23,9 +24,14 @@ else
   CRIT_ARGS=(--warm-up-time 1 --measurement-time 3)
 fi
 
-echo "== native: criterion (cargo bench --bench ntt) =="
+echo "== native: criterion (cargo bench --bench ntt --bench bfv) =="
 rm -rf target/criterion
-cargo bench --bench ntt -- "${CRIT_ARGS[@]}" 2>&1 | grep -E '^(forward|inverse|mul|mul_acc)/|time:' || true
+cargo bench --bench ntt --bench bfv -- "${CRIT_ARGS[@]}" 2>&1 | grep -E '^(forward|inverse|mul|mul_acc|bfv)/|time:' || true
+
+echo "== Microsoft SEAL (through tenseal.sealapi, same machine, same run) =="
+SEAL_PY="$(bash scripts/seal_env.sh)"
+SEAL_ROWS="$("$SEAL_PY" scripts/bench_seal.py $([ "$QUICK" = 1 ] && echo --quick))"
+echo "$SEAL_ROWS"
 
 echo "== wasm: building simd128 and baseline packages for Node =="
 WASM_TMP="$ROOT/target/bench-wasm"
@@ -43,7 +49,7 @@ WASM_ROWS="$(node bench/wasm_ntt.mjs "$WASM_TMP/simd" "$WASM_TMP/baseline" $([ "
 echo "$WASM_ROWS"
 
 COMMAND="scripts/bench.sh$([ "$QUICK" = 1 ] && echo ' --quick')"
-WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
+SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo
 cat bench/results.tsv
 echo

@@ -15,6 +15,8 @@ CRIT = ROOT / "target" / "criterion"
 
 def median_us(group, func, n):
     f = CRIT / group / func / str(n) / "new" / "estimates.json"
+    if n == "":
+        f = CRIT / group / func / "new" / "estimates.json"
     if not f.exists():
         return None
     return json.loads(f.read_text())["median"]["point_estimate"] / 1000.0
@@ -52,6 +54,15 @@ for n in (2048, 4096, 8192):
     for b in backends("mul", n):
         if b != "scalar":
             rows.append(("pointwise", f"mul/{n}/{b}", median_us("mul", b, n), "scalar", scalar))
+
+# BFV against Microsoft SEAL: criterion's bfv/{op} next to SEAL's figure.
+for line in os.environ.get("SEAL_ROWS", "").splitlines():
+    parts = line.split("\t")
+    if len(parts) != 3 or parts[0] != "seal" or parts[1].startswith(("size_", "noise_")):
+        continue
+    ours = median_us("bfv", parts[1], "")
+    if ours is not None:
+        rows.append(("bfv", parts[1], ours, "seal", float(parts[2])))
 
 for line in os.environ.get("WASM_ROWS", "").splitlines():
     area, op, ours, peer_us, _ = line.split("\t")
