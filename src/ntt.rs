@@ -31,7 +31,6 @@ use crate::error::ArithError;
 /// with `h` groups uses entries `h..2h`.
 pub(crate) struct NttTables {
     pub n: usize,
-    pub log_n: u32,
     pub modulus: Modulus,
     pub fwd: Vec<u32>,
     pub fwd_shoup: Vec<u32>,
@@ -105,7 +104,6 @@ impl NttPlan {
         let n_inv_w = modulus.shoup(modulus.mul(n_inv_value, inv[1]));
         let mut tables = NttTables {
             n,
-            log_n,
             modulus,
             fwd,
             fwd_shoup,

@@ -21,11 +21,11 @@
 //! gap-32/16/8 stages into the transposed block pass, or using radix-8
 //! passes, was slower than the layout above.
 //!
-//! Helpers are `#[inline(always)] unsafe fn` without `#[target_feature]`: that
-//! compiles on the crate's MSRV (1.85, where intrinsics are `unsafe` and safe
-//! `#[target_feature]` functions do not exist) and on current Rust alike. They
-//! are only called from the `#[target_feature(enable = "avx2")]` kernels at
-//! the bottom, into which they are inlined.
+//! Helpers are `#[inline(always)] unsafe fn` without `#[target_feature]`, so
+//! the same code compiles whether or not the compiler treats intrinsics as
+//! safe inside `#[target_feature]` functions. They are only called from the
+//! `#[target_feature(enable = "avx2")]` kernels at the bottom, into which they
+//! are inlined.
 
 use core::arch::x86_64::*;
 
@@ -563,7 +563,7 @@ pub(crate) unsafe fn forward(t: &NttTables, a: &mut [u32]) {
         // Stages with gap >= 8 go over memory, in pairs; an odd one out goes
         // first, where its long runs of one twiddle make it cheapest.
         let mut groups = 1;
-        if t.log_n % 2 == 0 {
+        if t.n.trailing_zeros() % 2 == 0 {
             fwd_radix2(t, v, groups, c);
             groups *= 2;
         }
@@ -593,7 +593,7 @@ pub(crate) unsafe fn inverse(t: &NttTables, a: &mut [u32]) {
         // Groups of the next stage (gap 8); the stages from there go over
         // memory in pairs, and the last pass applies n^-1.
         let mut groups = t.n / 16;
-        if t.log_n % 2 == 0 {
+        if t.n.trailing_zeros() % 2 == 0 {
             inv_radix2(t, v, groups, c);
             groups /= 2;
         }
