@@ -84,28 +84,51 @@ impl BaseConv {
         }
     }
 
-    /// Converts one coefficient position: `x[i]` residues mod `from`, writes
-    /// residues mod `to` of the centred representative.
-    #[inline]
-    fn convert(&self, x: &[u32], y_scratch: &mut [u32], out: &mut [u32]) {
-        let mut v = 0f64;
-        for (i, m) in self.from.iter().enumerate() {
-            let y = m.mul_shoup(x[i], self.f_tilde[i]);
-            y_scratch[i] = y;
-            v += y as f64 / m.value() as f64;
-        }
-        let k = v.round() as u64;
-        for (j, m) in self.to.iter().enumerate() {
-            let mut acc = k * self.neg_f[j] as u64;
-            for (i, &y) in y_scratch.iter().enumerate().take(self.from.len()) {
-                // Products are below 2^60: reduce every 8 terms so that any
-                // number of primes accumulates without overflow.
-                if i % 8 == 7 {
-                    acc = m.reduce_u64(acc) as u64;
-                }
-                acc += y as u64 * self.f_over_fi[j][i] as u64;
+    /// Converts `n` coefficients: `src` holds limb-major residues mod
+    /// `from`, `dst` receives limb-major residues mod `to` of the centred
+    /// representatives. `y` (from.len()·n) and `k` (n) are scratch.
+    fn convert(&self, src: &[u32], dst: &mut [u32], n: usize, y: &mut [u32], k: &mut [u32]) {
+        let l = self.from.len();
+        let mut v = vec![0f64; n];
+        for i in 0..l {
+            let m = &self.from[i];
+            let w = self.f_tilde[i];
+            let inv = 1.0 / m.value() as f64;
+            let yi = &mut y[i * n..(i + 1) * n];
+            for ((yv, &x), vv) in yi
+                .iter_mut()
+                .zip(&src[i * n..(i + 1) * n])
+                .zip(v.iter_mut())
+            {
+                *yv = m.mul_shoup(x, w);
+                *vv += *yv as f64 * inv;
             }
-            out[j] = m.reduce_u64(acc);
+        }
+        for (kk, &vv) in k.iter_mut().zip(&v) {
+            *kk = vv.round() as u32;
+        }
+        let mut acc = vec![0u64; n];
+        for (j, m) in self.to.iter().enumerate() {
+            let neg_f = self.neg_f[j] as u64;
+            for (a, &kk) in acc.iter_mut().zip(k.iter()) {
+                *a = kk as u64 * neg_f;
+            }
+            for i in 0..l {
+                // Products are below 2^60: fold every 8 primes so that any
+                // number of them accumulates without overflow.
+                if i % 8 == 7 {
+                    for a in acc.iter_mut() {
+                        *a = m.reduce_u64(*a) as u64;
+                    }
+                }
+                let c = self.f_over_fi[j][i] as u64;
+                for (a, &yv) in acc.iter_mut().zip(&y[i * n..(i + 1) * n]) {
+                    *a += yv as u64 * c;
+                }
+            }
+            for (d, &a) in dst[j * n..(j + 1) * n].iter_mut().zip(&acc) {
+                *d = m.reduce_u64(a);
+            }
         }
     }
 }
@@ -185,50 +208,54 @@ impl MulConsts {
     /// Extends coefficient-domain limbs over Q (`src`, L·n) to B (`dst`, K·n).
     pub(crate) fn extend_q_to_b(&self, src: &[u32], dst: &mut [u32], n: usize) {
         let l = self.q_to_b.from.len();
-        let k = self.k();
-        let mut x = vec![0u32; l];
-        let mut y = vec![0u32; l];
-        let mut out = vec![0u32; k];
-        for c in 0..n {
-            for i in 0..l {
-                x[i] = src[i * n + c];
-            }
-            self.q_to_b.convert(&x, &mut y, &mut out);
-            for j in 0..k {
-                dst[j * n + c] = out[j];
-            }
-        }
+        let mut y = vec![0u32; l * n];
+        let mut k = vec![0u32; n];
+        self.q_to_b.convert(src, dst, n, &mut y, &mut k);
     }
 
     /// `round(t·d/Q)` over B from `d` over Q (L·n) and B (K·n), both in
     /// coefficients; then extended to Q. Writes L·n residues into `out_q`.
     pub(crate) fn scale_round_to_q(&self, d_q: &[u32], d_b: &[u32], out_q: &mut [u32], n: usize) {
         let l = self.q_to_b.from.len();
-        let k = self.k();
-        let mut z = vec![0u32; k];
-        let mut y = vec![0u32; k];
-        let mut out = vec![0u32; l];
-        for c in 0..n {
-            let mut frac = 0f64;
-            let mut int_extra = 0u64;
-            for i in 0..l {
-                let p = d_q[i * n + c] as f64 * self.sr_theta[i];
+        let kb = self.k();
+        // Fractional parts: Σ_i d_i·θ_i, split into an integer and a rounding.
+        let mut int = vec![0u64; n];
+        let mut frac = vec![0f64; n];
+        for i in 0..l {
+            let theta = self.sr_theta[i];
+            for ((iv, fv), &d) in int
+                .iter_mut()
+                .zip(frac.iter_mut())
+                .zip(&d_q[i * n..(i + 1) * n])
+            {
+                let p = d as f64 * theta;
                 let fl = p.floor();
-                int_extra += fl as u64;
-                frac += p - fl;
-            }
-            let rounded = int_extra + frac.round() as u64;
-            for (j, bj) in self.b_to_q.from.iter().enumerate() {
-                let mut acc = rounded + d_b[j * n + c] as u64 * self.sr_lambda[j] as u64;
-                for i in 0..l {
-                    acc += d_q[i * n + c] as u64 * self.sr_omega[j][i] as u64;
-                }
-                z[j] = bj.reduce_u64(acc);
-            }
-            self.b_to_q.convert(&z, &mut y, &mut out);
-            for i in 0..l {
-                out_q[i * n + c] = out[i];
+                *iv += fl as u64;
+                *fv += p - fl;
             }
         }
+        for (iv, &fv) in int.iter_mut().zip(&frac) {
+            *iv += fv.round() as u64;
+        }
+        let mut z = vec![0u32; kb * n];
+        let mut acc = vec![0u64; n];
+        for (j, bj) in self.b_to_q.from.iter().enumerate() {
+            let lambda = self.sr_lambda[j] as u64;
+            for ((a, &iv), &d) in acc.iter_mut().zip(&int).zip(&d_b[j * n..(j + 1) * n]) {
+                *a = iv + d as u64 * lambda;
+            }
+            for i in 0..l {
+                let w = self.sr_omega[j][i] as u64;
+                for (a, &d) in acc.iter_mut().zip(&d_q[i * n..(i + 1) * n]) {
+                    *a += d as u64 * w;
+                }
+            }
+            for (zz, &a) in z[j * n..(j + 1) * n].iter_mut().zip(&acc) {
+                *zz = bj.reduce_u64(a);
+            }
+        }
+        let mut y = vec![0u32; kb * n];
+        let mut k = vec![0u32; n];
+        self.b_to_q.convert(&z, out_q, n, &mut y, &mut k);
     }
 }
