@@ -47,7 +47,7 @@ pub mod error;
 pub mod ntt;
 
 pub use backend::Backend;
-pub use error::{ArithError, BfvError, ParamsError};
+pub use error::{ArithError, BfvError, FormatError, ParamsError};
 pub use ntt::NttPlan;
 
 #[cfg(target_arch = "wasm32")]

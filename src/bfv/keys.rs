@@ -83,6 +83,9 @@ pub struct PublicKey {
     pub(crate) params: Params,
     pub(crate) p0: RnsPoly<Ntt>,
     pub(crate) p1: RnsPoly<Ntt>,
+    /// Seed of `p1` (expanded with `expand_uniform`), so the key serializes
+    /// as `p0` + seed; `None` for a key loaded from the unseeded form.
+    pub(crate) seed: Option<[u8; 32]>,
 }
 
 impl std::fmt::Debug for PublicKey {
@@ -105,6 +108,7 @@ impl PublicKey {
             params: params.clone(),
             p0: zero.c0,
             p1: zero.c1,
+            seed: Some(zero.seed),
         }
     }
 

@@ -17,6 +17,7 @@ pub mod poly;
 mod rng;
 pub mod sample;
 mod scaling;
+mod serialize;
 
 pub use ciphertext::Ciphertext;
 pub use encoding::{BatchEncoder, CoefficientEncoder};
@@ -26,3 +27,4 @@ pub use keys::{PublicKey, SecretKey};
 pub use params::{Params, ParamsBuilder};
 pub use plaintext::Plaintext;
 pub use rng::{os_seed, Prng};
+pub use serialize::{ObjectKind, FORMAT_MAGIC, FORMAT_VERSION, HEADER_LEN};

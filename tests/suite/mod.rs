@@ -24,3 +24,4 @@ mod backends;
 mod bfv;
 mod kat;
 mod ntt;
+mod serialize;

@@ -1,0 +1,15 @@
+//! `GaloisKeys::from_bytes` with the auth4096 parameters: no panic, no unbounded
+//! allocation, and whatever loads re-encodes to the same bytes.
+#![no_main]
+
+use blindmatch::bfv::{GaloisKeys, ObjectKind};
+use blindmatch_fuzz::{drive, params};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    drive(ObjectKind::GaloisKeys, data, |bytes| {
+        let x = GaloisKeys::from_bytes(params(), bytes)?;
+        assert_eq!(x.to_bytes(), bytes);
+        Ok(())
+    });
+});

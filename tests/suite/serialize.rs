@@ -1,0 +1,1015 @@
+//! The wire format (docs/FORMAT.md): round trips of every object, seeded =
+//! expanded forms, known-answer bytes (one constant for x86_64, aarch64 and
+//! wasm32), exact sizes at auth4096, and the bad-input corpus of
+//! `tests/data/bad/`, replayed with `include_bytes!` on every target.
+//!
+//! The corpus is crafted from the documented layout by [`bad_corpus`] (with
+//! its own bit packer, independent of the crate's). Regenerate it after a
+//! format change with
+//! `cargo test --test native -- --ignored write_bad_corpus`.
+
+use blindmatch::bfv::{
+    BatchEncoder, Ciphertext, Evaluator, GaloisKeys, ObjectKind, Params, Plaintext, Prng,
+    PublicKey, RelinKey, SecretKey, FORMAT_MAGIC, HEADER_LEN,
+};
+use blindmatch::error::FormatError;
+
+/// FNV-1a 64: a small hash that is identical on every target.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in bytes {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+fn batch_values(n: usize, salt: i64) -> Vec<i64> {
+    (0..n as i64)
+        .map(|i| (i * 37 + salt) % 1000 - 500)
+        .collect()
+}
+
+fn truncated_at(len: usize) -> impl Fn(&FormatError) -> bool {
+    move |e| matches!(e, FormatError::Truncated { actual, .. } if *actual == len as u64)
+}
+
+/// Every prefix in `lens` of `bytes` fails with `Truncated`, never a panic.
+fn check_prefixes(
+    what: &str,
+    bytes: &[u8],
+    lens: impl Iterator<Item = usize>,
+    load: impl Fn(&[u8]) -> Result<(), FormatError>,
+) {
+    for len in lens {
+        let err = load(&bytes[..len]).unwrap_err();
+        assert!(truncated_at(len)(&err), "{what} cut at {len}: {err:?}");
+    }
+}
+
+/// The first 64 prefixes, then every `step`-th, then the last 64.
+fn prefix_lens(total: usize, step: usize) -> impl Iterator<Item = usize> {
+    (0..64.min(total))
+        .chain((64..total).step_by(step))
+        .chain(total.saturating_sub(64)..total)
+}
+
+/// Overwrites the `bits`-bit value at `index` of a packed limb that starts
+/// at byte `start` (LSB-first packing, as docs/FORMAT.md says).
+fn poke(bytes: &mut [u8], start: usize, bits: u32, index: usize, value: u32) {
+    for b in 0..bits as usize {
+        let bit = index * bits as usize + b;
+        let (byte, shift) = (start + bit / 8, bit % 8);
+        bytes[byte] &= !(1 << shift);
+        bytes[byte] |= (((value >> b) & 1) as u8) << shift;
+    }
+}
+
+fn bit_len(q: u32) -> u32 {
+    32 - q.leading_zeros()
+}
+
+suite_test! {
+    fn secret_key_round_trip() {
+        let params = Params::auth4096();
+        let mut prng = Prng::from_seed([1; 32]);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let bytes = sk.to_bytes();
+        assert_eq!(bytes.len(), HEADER_LEN + params.degree() / 4);
+        let back = SecretKey::from_bytes(&params, &bytes).unwrap();
+        assert_eq!(back.to_bytes(), bytes);
+        // The loaded key decrypts what the original encrypted, and back.
+        let batch = BatchEncoder::new(&params).unwrap();
+        let v = batch_values(params.degree(), 1);
+        let pt = batch.encode(&v).unwrap();
+        let ct = sk.encrypt_with(&pt, &mut prng).unwrap();
+        assert_eq!(batch.decode(&back.decrypt(&ct).unwrap()).unwrap(), v);
+        let ct = back.encrypt_with(&pt, &mut prng).unwrap();
+        assert_eq!(batch.decode(&sk.decrypt(&ct).unwrap()).unwrap(), v);
+    }
+
+    fn public_key_round_trip_seeded_and_expanded() {
+        let params = Params::auth4096();
+        let mut prng = Prng::from_seed([2; 32]);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let seeded = pk.to_bytes();
+        let expanded = pk.to_bytes_expanded();
+        assert_eq!([seeded.len(), expanded.len()], [44_592, 89_104]);
+        let from_seeded = PublicKey::from_bytes(&params, &seeded).unwrap();
+        assert_eq!(from_seeded, pk);
+        assert_eq!(from_seeded.to_bytes(), seeded);
+        // The seed expands to exactly the polynomial that was generated.
+        let from_expanded = PublicKey::from_bytes(&params, &expanded).unwrap();
+        assert_eq!(from_seeded.to_bytes_expanded(), expanded);
+        assert_eq!(from_expanded.to_bytes(), expanded);
+        let batch = BatchEncoder::new(&params).unwrap();
+        let v = batch_values(params.degree(), 2);
+        for key in [&from_seeded, &from_expanded] {
+            let ct = key.encrypt_with(&batch.encode(&v).unwrap(), &mut prng).unwrap();
+            assert!(!ct.is_seeded(), "public-key ciphertexts are never seeded");
+            assert_eq!(batch.decode(&sk.decrypt(&ct).unwrap()).unwrap(), v);
+        }
+    }
+
+    fn plaintext_round_trip() {
+        let params = Params::auth4096();
+        let t = params.plaintext_modulus();
+        let coeffs: Vec<u32> = (0..params.degree() as u32).map(|i| (i * 7919) % t).collect();
+        let mut coeffs = coeffs;
+        coeffs[0] = t - 1;
+        let pt = Plaintext::from_coeffs(&params, &coeffs).unwrap();
+        let bytes = pt.to_bytes();
+        assert_eq!(bytes.len(), HEADER_LEN + params.degree() * 17 / 8);
+        assert_eq!(Plaintext::from_bytes(&params, &bytes).unwrap(), pt);
+    }
+
+    fn ciphertext_round_trips_at_every_shape() {
+        let params = Params::auth4096();
+        let mut prng = Prng::from_seed([3; 32]);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let ev = Evaluator::new(&params);
+        let batch = BatchEncoder::new(&params).unwrap();
+        let v = batch_values(params.degree(), 3);
+        let pt = batch.encode(&v).unwrap();
+        let fresh = sk.encrypt_with(&pt, &mut prng).unwrap();
+        assert!(fresh.is_seeded());
+        let by_pk = pk.encrypt_with(&pt, &mut prng).unwrap();
+        let small = batch.encode(&[3, -2, 1]).unwrap();
+        let product = ev.multiply(&fresh, &sk.encrypt_with(&small, &mut prng).unwrap()).unwrap();
+        assert_eq!(product.size(), 3);
+        let switched = ev.mod_switch_to(&by_pk, 1).unwrap();
+        // A seeded encryption over one prime (as a re-randomizer would use).
+        for (name, ct) in [("seeded", &fresh), ("public-key", &by_pk), ("size 3", &product),
+                           ("one limb", &switched)] {
+            let want = sk.decrypt(ct).unwrap();
+            for bytes in [ct.to_bytes(), ct.to_bytes_expanded()] {
+                let back = Ciphertext::from_bytes(&params, &bytes).unwrap();
+                let back_u = Ciphertext::from_bytes_untrusted(&params, &bytes).unwrap();
+                assert_eq!(back, back_u);
+                assert_eq!((back.size(), back.limbs()), (ct.size(), ct.limbs()), "{name}");
+                assert_eq!(back.to_bytes(), bytes, "{name}");
+                assert_eq!(back.to_bytes_expanded(), ct.to_bytes_expanded(), "{name}");
+                assert_eq!(sk.decrypt(&back).unwrap(), want, "{name}");
+            }
+        }
+        // Seeded = expanded: the seeded form loads to the very same object.
+        assert_eq!(Ciphertext::from_bytes(&params, &fresh.to_bytes()).unwrap(), fresh);
+        assert_eq!(fresh.to_bytes().len(), HEADER_LEN + 2 + 3 * 4096 * 29 / 8 + 32);
+        assert_eq!(by_pk.to_bytes().len(), HEADER_LEN + 2 + 2 * 3 * 4096 * 29 / 8);
+        assert_eq!(switched.to_bytes().len(), HEADER_LEN + 2 + 2 * 4096 * 29 / 8);
+        // The numbers of docs/FORMAT.md.
+        assert_eq!([fresh.to_bytes().len(), by_pk.to_bytes().len(), product.to_bytes().len(),
+                    switched.to_bytes().len(), fresh.to_bytes_expanded().len()],
+                   [44_594, 89_106, 133_650, 29_714, 89_106]);
+        assert_eq!(ObjectKind::of(&fresh.to_bytes()).unwrap(), ObjectKind::Ciphertext);
+    }
+
+    fn relin_and_galois_keys_round_trip_and_still_work() {
+        let params = Params::auth4096();
+        let n = params.degree();
+        let mut prng = Prng::from_seed([4; 32]);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let rk = RelinKey::new_with(&sk, &mut prng);
+        let gk = GaloisKeys::new_with(&sk, &[1], &mut prng);
+        let rk_bytes = rk.to_bytes();
+        let rk_back = RelinKey::from_bytes(&params, &rk_bytes).unwrap();
+        assert_eq!(rk_back, rk);
+        let rk_full = RelinKey::from_bytes(&params, &rk.to_bytes_expanded()).unwrap();
+        assert_eq!(rk_full.to_bytes_expanded(), rk.to_bytes_expanded());
+        assert_eq!(rk_back.to_bytes_expanded(), rk.to_bytes_expanded());
+        let gk_bytes = gk.to_bytes();
+        let gk_back = GaloisKeys::from_bytes(&params, &gk_bytes).unwrap();
+        assert_eq!(gk_back, gk);
+        assert_eq!(gk_back.to_bytes(), gk_bytes);
+        let gk_full = GaloisKeys::from_bytes(&params, &gk.to_bytes_expanded()).unwrap();
+        assert_eq!(gk_full.to_bytes_expanded(), gk.to_bytes_expanded());
+        assert!(gk_back.has_element(3) && gk_back.has_element(2 * n as u32 - 1));
+        // The loaded keys relinearize and rotate (expanded forms too).
+        let ev = Evaluator::new(&params);
+        let batch = BatchEncoder::new(&params).unwrap();
+        let a = batch_values(n, 4);
+        let ca = sk.encrypt_with(&batch.encode(&a).unwrap(), &mut prng).unwrap();
+        let cb = sk.encrypt_with(&batch.encode(&[2]).unwrap(), &mut prng).unwrap();
+        let t = params.plaintext_modulus() as i64;
+        let centred = |x: i64| { let r = x.rem_euclid(t); if r > t / 2 { r - t } else { r } };
+        let want: Vec<i64> = (0..n).map(|i| if i == 0 { centred(2 * a[0]) } else { 0 }).collect();
+        let dec = |ct: &Ciphertext| batch.decode(&sk.decrypt(ct).unwrap()).unwrap();
+        let prod = ev.multiply_relin(&ca, &cb, &rk_full).unwrap();
+        assert_eq!(dec(&prod), want);
+        let half = n / 2;
+        let rotated: Vec<i64> = (0..n).map(|i| a[(i / half) * half + (i % half + 1) % half]).collect();
+        assert_eq!(dec(&ev.rotate_rows(&ca, 1, &gk_full).unwrap()), rotated);
+        let swapped: Vec<i64> = (0..n).map(|i| a[(i + half) % n]).collect();
+        assert_eq!(dec(&ev.rotate_columns(&ca, &gk_back).unwrap()), swapped);
+        // Sizes at auth4096 (docs/FORMAT.md): one digit = k0 over Q·P + seed.
+        let qp_poly = 3 * 4096 * 29 / 8 + 4096 * 22 / 8;
+        assert_eq!(rk_bytes.len(), HEADER_LEN + 3 * (qp_poly + 32));
+        assert_eq!(rk.to_bytes_expanded().len(), HEADER_LEN + 3 * 2 * qp_poly);
+        assert_eq!(gk_bytes.len(), HEADER_LEN + 4 + 2 * (4 + 3 * (qp_poly + 32)));
+        assert_eq!([rk_bytes.len(), rk.to_bytes_expanded().len(), gk_bytes.len()],
+                   [167_536, 334_864, 335_068]);
+    }
+
+    fn known_answer_bytes_are_the_same_on_every_target() {
+        // Seeded key generation and encryption: the same bytes on x86_64,
+        // aarch64 and wasm32 (this one test runs on all three).
+        let params = Params::auth4096();
+        // The parameters that docs/FORMAT.md states for auth4096.
+        assert_eq!(params.ciphertext_primes(), &[536_813_569, 536_690_689, 536_641_537]);
+        assert_eq!(params.special_prime(), 4_169_729);
+        assert_eq!(params.id_hex(), "cf99888d10218776");
+        let mut prng = Prng::from_seed([42; 32]);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let rk = RelinKey::new_with(&sk, &mut prng);
+        let t = params.plaintext_modulus();
+        let coeffs: Vec<u32> = (0..params.degree() as u32).map(|i| (i * i + 3) % t).collect();
+        let pt = Plaintext::from_coeffs(&params, &coeffs).unwrap();
+        let ct_sk = sk.encrypt_with(&pt, &mut prng).unwrap();
+        let ct_pk = pk.encrypt_with(&pt, &mut prng).unwrap();
+        let got = [
+            ("secret key", sk.to_bytes()),
+            ("public key", pk.to_bytes()),
+            ("relin key", rk.to_bytes()),
+            ("plaintext", pt.to_bytes()),
+            ("secret-key ciphertext", ct_sk.to_bytes()),
+            ("public-key ciphertext", ct_pk.to_bytes()),
+        ];
+        let got: Vec<(&str, usize, u64)> =
+            got.iter().map(|(k, b)| (*k, b.len(), fnv1a(b))).collect();
+        let want: [(&str, usize, u64); 6] = [
+            ("secret key", 1040, 0x8596a6513e3f2e3d),
+            ("public key", 44592, 0x4ac884cc0c70c50d),
+            ("relin key", 167536, 0x632884720d24bf99),
+            ("plaintext", 8720, 0xec6fc83b4ec67b9d),
+            ("secret-key ciphertext", 44594, 0x416fc1b941abf6c9),
+            ("public-key ciphertext", 89106, 0xea89aca81f67d7a7),
+        ];
+        assert_eq!(got, want);
+    }
+
+    fn every_prefix_is_truncated_never_a_panic() {
+        let params = Params::auth4096();
+        let mut prng = Prng::from_seed([5; 32]);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let rk = RelinKey::new_with(&sk, &mut prng);
+        let pt = Plaintext::from_coeffs(&params, &[1, 2, 3]).unwrap();
+        let ct = sk.encrypt_with(&pt, &mut prng).unwrap();
+        let b = sk.to_bytes();
+        check_prefixes("secret key", &b, 0..b.len(), |x| SecretKey::from_bytes(&params, x).map(drop));
+        let b = pt.to_bytes();
+        check_prefixes("plaintext", &b, prefix_lens(b.len(), 7), |x| Plaintext::from_bytes(&params, x).map(drop));
+        let b = ct.to_bytes();
+        check_prefixes("ciphertext", &b, prefix_lens(b.len(), 13), |x| Ciphertext::from_bytes(&params, x).map(drop));
+        let b = ct.to_bytes_expanded();
+        check_prefixes("ciphertext", &b, prefix_lens(b.len(), 29), |x| Ciphertext::from_bytes_untrusted(&params, x).map(drop));
+        let b = pk.to_bytes();
+        check_prefixes("public key", &b, prefix_lens(b.len(), 13), |x| PublicKey::from_bytes(&params, x).map(drop));
+        let b = rk.to_bytes();
+        check_prefixes("relin key", &b, prefix_lens(b.len(), 97), |x| RelinKey::from_bytes(&params, x).map(drop));
+        let gk = GaloisKeys::from_bytes(&params, &{
+            // An empty key set is a valid object: header + count 0.
+            let mut e = b[..HEADER_LEN].to_vec();
+            e[6] = ObjectKind::GaloisKeys as u8;
+            e[7] = 0;
+            e.extend_from_slice(&0u32.to_le_bytes());
+            e
+        }).unwrap();
+        let b = gk.to_bytes();
+        check_prefixes("Galois keys", &b, 0..b.len(), |x| GaloisKeys::from_bytes(&params, x).map(drop));
+        // One extra byte anywhere past the end is refused.
+        let mut long = ct.to_bytes();
+        long.push(0);
+        assert_eq!(Ciphertext::from_bytes(&params, &long).unwrap_err(),
+                   FormatError::TrailingBytes { expected: long.len() as u64 - 1, actual: long.len() as u64 });
+    }
+
+    fn residues_at_or_above_their_prime_are_refused_in_every_limb() {
+        let params = Params::auth4096();
+        let n = params.degree();
+        let q = params.ciphertext_primes().to_vec();
+        let p = params.special_prime();
+        let mut prng = Prng::from_seed([6; 32]);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let limb = |qi: u32| n * bit_len(qi) as usize / 8;
+        // p1 of an expanded public key, each limb, at the first, a middle and
+        // the last index, with the prime itself and with all ones.
+        let base = pk.to_bytes_expanded();
+        let mut start = HEADER_LEN + q.iter().map(|&x| limb(x)).sum::<usize>();
+        for (i, &qi) in q.iter().enumerate() {
+            for (index, value) in [(0, qi), (n / 2 + 1, (1 << bit_len(qi)) - 1), (n - 1, qi)] {
+                let mut bad = base.clone();
+                poke(&mut bad, start, bit_len(qi), index, value);
+                assert_eq!(PublicKey::from_bytes(&params, &bad).unwrap_err(),
+                           FormatError::ResidueOutOfRange { limb: i, index, value, modulus: qi });
+                // q - 1 is fine.
+                poke(&mut bad, start, bit_len(qi), index, qi - 1);
+                assert!(PublicKey::from_bytes(&params, &bad).is_ok());
+            }
+            start += limb(qi);
+        }
+        // The P limb of a relinearization key's second digit.
+        let rk = RelinKey::new_with(&sk, &mut prng);
+        let mut bad = rk.to_bytes();
+        let qp_poly: usize = q.iter().map(|&x| limb(x)).sum::<usize>() + limb(p);
+        let at = HEADER_LEN + (qp_poly + 32) + qp_poly - limb(p);
+        poke(&mut bad, at, bit_len(p), 17, p);
+        assert_eq!(RelinKey::from_bytes(&params, &bad).unwrap_err(),
+                   FormatError::ResidueOutOfRange { limb: 3, index: 17, value: p, modulus: p });
+    }
+
+    fn galois_elements_and_counts_are_checked() {
+        let params = Params::auth4096();
+        let n = params.degree() as u32;
+        let mut prng = Prng::from_seed([7; 32]);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        // Steps [] give one key, for the column swap 2n - 1; use two elements.
+        let gk = GaloisKeys::new_with(&sk, &[1], &mut prng);
+        let good = gk.to_bytes();
+        let key_len = (good.len() - HEADER_LEN - 4) / 2;
+        let first = HEADER_LEN + 4;
+        let second = first + key_len;
+        let set = |at: usize, v: u32| { let mut b = good.clone(); b[at..at + 4].copy_from_slice(&v.to_le_bytes()); b };
+        let err = |b: Vec<u8>| GaloisKeys::from_bytes(&params, &b).unwrap_err();
+        let elem = |index, element, reason| FormatError::GaloisElement { index, element, reason };
+        assert_eq!(err(set(first, 4)), elem(0, 4, "must be odd"));
+        assert_eq!(err(set(first, 2 * n + 1)), elem(0, 2 * n + 1, "must be below 2n"));
+        assert_eq!(err(set(first, u32::MAX)), elem(0, u32::MAX, "must be below 2n"));
+        assert_eq!(err(set(first, 1)), elem(0, 1, "the identity has no key"));
+        assert_eq!(err(set(second, 3)), elem(1, 3, "elements must be strictly increasing"));
+        assert_eq!(err(set(second, 1)), elem(1, 1, "the identity has no key"));
+        assert_eq!(err(set(first, 2 * n - 1)), elem(1, 2 * n - 1, "elements must be strictly increasing"));
+        // Counts that disagree with the length, and counts past n - 1.
+        let total = good.len() as u64;
+        assert_eq!(err(set(HEADER_LEN, 1)), FormatError::TrailingBytes { expected: total - key_len as u64, actual: total });
+        assert_eq!(err(set(HEADER_LEN, 3)), FormatError::Truncated { expected: total + key_len as u64, actual: total });
+        assert_eq!(err(set(HEADER_LEN, n)),
+                   FormatError::CountOutOfRange { what: "Galois keys", count: n as u64, max: n as u64 - 1 });
+        // An empty set is written unseeded; with the seeded flag it is refused.
+        let mut empty = good[..HEADER_LEN].to_vec();
+        empty.extend_from_slice(&0u32.to_le_bytes());
+        assert_eq!(err(empty.clone()), FormatError::SeededNotAllowed { what: "empty Galois key set" });
+        empty[7] = 0;
+        assert_eq!(GaloisKeys::from_bytes(&params, &empty).unwrap().to_bytes(), empty);
+        // Seeded flag cleared: the layout (and so the length) changes.
+        let mut b = good.clone();
+        b[7] = 0;
+        assert!(matches!(err(b), FormatError::Truncated { .. }));
+    }
+}
+
+/// Which loader a corpus file is fed to.
+#[derive(Clone, Copy, Debug)]
+enum Loader {
+    SecretKey,
+    PublicKey,
+    RelinKey,
+    GaloisKeys,
+    Plaintext,
+    Ciphertext,
+    CiphertextUntrusted,
+}
+
+fn load(params: &Params, loader: Loader, bytes: &[u8]) -> Result<(), FormatError> {
+    match loader {
+        Loader::SecretKey => SecretKey::from_bytes(params, bytes).map(drop),
+        Loader::PublicKey => PublicKey::from_bytes(params, bytes).map(drop),
+        Loader::RelinKey => RelinKey::from_bytes(params, bytes).map(drop),
+        Loader::GaloisKeys => GaloisKeys::from_bytes(params, bytes).map(drop),
+        Loader::Plaintext => Plaintext::from_bytes(params, bytes).map(drop),
+        Loader::Ciphertext => Ciphertext::from_bytes(params, bytes).map(drop),
+        Loader::CiphertextUntrusted => Ciphertext::from_bytes_untrusted(params, bytes).map(drop),
+    }
+}
+
+struct BadCase {
+    name: &'static str,
+    loader: Loader,
+    bytes: Vec<u8>,
+    expected: FormatError,
+}
+
+/// LSB-first bit packing, written from docs/FORMAT.md (not the crate's).
+fn pack_bits(vals: &[u32], bits: u32) -> Vec<u8> {
+    let mut out = vec![0u8; (vals.len() * bits as usize).div_ceil(8)];
+    for (i, &v) in vals.iter().enumerate() {
+        for b in 0..bits as usize {
+            let bit = i * bits as usize + b;
+            out[bit / 8] |= (((v >> b) & 1) as u8) << (bit % 8);
+        }
+    }
+    out
+}
+
+/// The bad-input corpus, crafted byte by byte from docs/FORMAT.md.
+fn bad_corpus(params: &Params) -> Vec<BadCase> {
+    const SK: u8 = 1;
+    const PK: u8 = 2;
+    const RK: u8 = 3;
+    const GK: u8 = 4;
+    const PT: u8 = 5;
+    const CT: u8 = 6;
+    let id = params.id();
+    let n = params.degree();
+    let q = params.ciphertext_primes();
+    let p = params.special_prime();
+    let header = |kind: u8, flags: u8| {
+        let mut h = FORMAT_MAGIC.to_vec();
+        h.extend_from_slice(&1u16.to_le_bytes());
+        h.push(kind);
+        h.push(flags);
+        h.extend_from_slice(&id);
+        h
+    };
+    let with = |mut h: Vec<u8>, tail: &[u8]| {
+        h.extend_from_slice(tail);
+        h
+    };
+    let poly_q: u64 = q
+        .iter()
+        .map(|&x| (n * bit_len(x) as usize / 8) as u64)
+        .sum();
+    let poly_qp = poly_q + (n * bit_len(p) as usize / 8) as u64;
+    let hl = HEADER_LEN as u64;
+    let other_n = Params::builder()
+        .degree(2048)
+        .plaintext_modulus(65537)
+        .ciphertext_primes(&[blindmatch::arith::ntt_primes(25, 2048, 1).unwrap()[0] as u64])
+        .special_prime(blindmatch::arith::ntt_primes(25, 2048, 2).unwrap()[1] as u64)
+        .build()
+        .unwrap();
+
+    // A one-limb seeded ciphertext whose c0[5] = q_0.
+    let mut c0 = vec![0u32; n];
+    c0[5] = q[0];
+    c0[6] = q[0] - 1;
+    let ct_residue = with(with(header(CT, 1), &[2, 1]), &pack_bits(&c0, bit_len(q[0])));
+    let ct_residue = with(ct_residue, &[0xA5; 32]);
+    // A transparent one-limb ciphertext: c0 arbitrary, c1 = 0.
+    let mut c0 = vec![0u32; n];
+    c0[1] = 12345;
+    c0[n - 1] = q[0] - 1;
+    let mut transparent = with(with(header(CT, 0), &[2, 1]), &pack_bits(&c0, bit_len(q[0])));
+    transparent.extend_from_slice(&pack_bits(&vec![0; n], bit_len(q[0])));
+    // A plaintext with a coefficient equal to t.
+    let t = params.plaintext_modulus();
+    let mut m: Vec<u32> = (0..n as u32).map(|i| i % t).collect();
+    m[3] = t;
+    let pt_coeff = with(header(PT, 0), &pack_bits(&m, bit_len(t)));
+    // A secret key with code 0b10 at index 9 (byte 2, bits 2..4).
+    let mut sk_body = vec![0u8; n / 4];
+    sk_body[0] = 0b1101_0100; // 0, 1, 1, -1: valid codes
+    sk_body[2] = 0b10 << 2;
+    let sk_code = with(header(SK, 0), &sk_body);
+    let sk_trailing = with(header(SK, 0), &[vec![0u8; n / 4], vec![0]].concat());
+
+    let case = |name, loader, bytes, expected| BadCase {
+        name,
+        loader,
+        bytes,
+        expected,
+    };
+    use FormatError as E;
+    use Loader as L;
+    let ct_seeded_total = hl + 2 + poly_q + 32;
+    vec![
+        case(
+            "empty.bin",
+            L::Ciphertext,
+            vec![],
+            E::Truncated {
+                expected: 4,
+                actual: 0,
+            },
+        ),
+        case(
+            "magic_short.bin",
+            L::Ciphertext,
+            b"BMA".to_vec(),
+            E::Truncated {
+                expected: 4,
+                actual: 3,
+            },
+        ),
+        case(
+            "magic_wrong.bin",
+            L::Ciphertext,
+            with(b"BMAX".to_vec(), &header(CT, 0)[4..]),
+            E::BadMagic { found: *b"BMAX" },
+        ),
+        case(
+            "magic_other_format.bin",
+            L::PublicKey,
+            b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec(),
+            E::BadMagic { found: *b"\x89PNG" },
+        ),
+        case(
+            "version_2.bin",
+            L::Ciphertext,
+            {
+                let mut h = header(CT, 0);
+                h[4] = 2;
+                h
+            },
+            E::UnsupportedVersion {
+                found: 2,
+                supported: 1,
+            },
+        ),
+        case(
+            "version_ffff.bin",
+            L::SecretKey,
+            {
+                let mut h = header(SK, 0);
+                h[4] = 0xff;
+                h[5] = 0xff;
+                h
+            },
+            E::UnsupportedVersion {
+                found: 0xffff,
+                supported: 1,
+            },
+        ),
+        case(
+            "kind_unknown.bin",
+            L::Ciphertext,
+            header(0x7f, 0),
+            E::WrongKind {
+                expected: CT,
+                found: 0x7f,
+            },
+        ),
+        case(
+            "kind_plaintext_as_ciphertext.bin",
+            L::Ciphertext,
+            header(PT, 0),
+            E::WrongKind {
+                expected: CT,
+                found: PT,
+            },
+        ),
+        case(
+            "kind_secret_key_as_public_key.bin",
+            L::PublicKey,
+            header(SK, 0),
+            E::WrongKind {
+                expected: PK,
+                found: SK,
+            },
+        ),
+        case(
+            "flags_unknown.bin",
+            L::Ciphertext,
+            header(CT, 0x80),
+            E::UnknownFlags { flags: 0x80 },
+        ),
+        case(
+            "flags_unknown_and_seeded.bin",
+            L::RelinKey,
+            header(RK, 0x03),
+            E::UnknownFlags { flags: 0x03 },
+        ),
+        case(
+            "params_other_n.bin",
+            L::Ciphertext,
+            {
+                let mut h = header(CT, 1);
+                h[8..16].copy_from_slice(&other_n.id());
+                h
+            },
+            E::ParamsMismatch {
+                expected: params.id_hex(),
+                found: other_n.id_hex(),
+            },
+        ),
+        case(
+            "params_zero_id.bin",
+            L::GaloisKeys,
+            {
+                let mut h = header(GK, 1);
+                h[8..16].fill(0);
+                h
+            },
+            E::ParamsMismatch {
+                expected: params.id_hex(),
+                found: "0000000000000000".into(),
+            },
+        ),
+        case(
+            "header_truncated.bin",
+            L::Ciphertext,
+            header(CT, 0)[..15].to_vec(),
+            E::Truncated {
+                expected: 16,
+                actual: 15,
+            },
+        ),
+        case(
+            "ct_fields_truncated.bin",
+            L::Ciphertext,
+            with(header(CT, 0), &[2]),
+            E::Truncated {
+                expected: 18,
+                actual: 17,
+            },
+        ),
+        case(
+            "ct_body_truncated.bin",
+            L::Ciphertext,
+            with(header(CT, 1), &[[2, 3].as_slice(), &[0x5a; 100]].concat()),
+            E::Truncated {
+                expected: ct_seeded_total,
+                actual: 118,
+            },
+        ),
+        case(
+            "sk_truncated.bin",
+            L::SecretKey,
+            with(header(SK, 0), &[0; 10]),
+            E::Truncated {
+                expected: hl + n as u64 / 4,
+                actual: 26,
+            },
+        ),
+        case(
+            "pk_truncated.bin",
+            L::PublicKey,
+            with(header(PK, 1), &[0; 7]),
+            E::Truncated {
+                expected: hl + poly_q + 32,
+                actual: 23,
+            },
+        ),
+        case(
+            "rk_truncated.bin",
+            L::RelinKey,
+            with(header(RK, 1), &[0; 7]),
+            E::Truncated {
+                expected: hl + 3 * (poly_qp + 32),
+                actual: 23,
+            },
+        ),
+        case(
+            "rk_unseeded_truncated.bin",
+            L::RelinKey,
+            header(RK, 0),
+            E::Truncated {
+                expected: hl + 6 * poly_qp,
+                actual: 16,
+            },
+        ),
+        case(
+            "pt_truncated.bin",
+            L::Plaintext,
+            with(header(PT, 0), &[1, 2, 3]),
+            E::Truncated {
+                expected: hl + n as u64 * 17 / 8,
+                actual: 19,
+            },
+        ),
+        case(
+            "gk_count_truncated.bin",
+            L::GaloisKeys,
+            with(header(GK, 1), &[1, 0]),
+            E::Truncated {
+                expected: 20,
+                actual: 18,
+            },
+        ),
+        case(
+            "gk_count_huge.bin",
+            L::GaloisKeys,
+            with(header(GK, 1), &u32::MAX.to_le_bytes()),
+            E::CountOutOfRange {
+                what: "Galois keys",
+                count: u32::MAX as u64,
+                max: n as u64 - 1,
+            },
+        ),
+        case(
+            "gk_count_max_no_body.bin",
+            L::GaloisKeys,
+            with(header(GK, 1), &(n as u32 - 1).to_le_bytes()),
+            E::Truncated {
+                expected: hl + 4 + (n as u64 - 1) * (4 + 3 * (poly_qp + 32)),
+                actual: 20,
+            },
+        ),
+        case(
+            "ct_size_0.bin",
+            L::Ciphertext,
+            with(header(CT, 0), &[0, 3]),
+            E::CiphertextSize { found: 0 },
+        ),
+        case(
+            "ct_size_1.bin",
+            L::Ciphertext,
+            with(header(CT, 0), &[1, 3]),
+            E::CiphertextSize { found: 1 },
+        ),
+        case(
+            "ct_size_4.bin",
+            L::Ciphertext,
+            with(header(CT, 0), &[4, 3]),
+            E::CiphertextSize { found: 4 },
+        ),
+        case(
+            "ct_size_255.bin",
+            L::Ciphertext,
+            with(header(CT, 0), &[255, 3]),
+            E::CiphertextSize { found: 255 },
+        ),
+        case(
+            "ct_limbs_0.bin",
+            L::Ciphertext,
+            with(header(CT, 0), &[2, 0]),
+            E::LimbCount { found: 0, max: 3 },
+        ),
+        case(
+            "ct_limbs_4.bin",
+            L::Ciphertext,
+            with(header(CT, 0), &[2, 4]),
+            E::LimbCount { found: 4, max: 3 },
+        ),
+        case(
+            "ct_limbs_255.bin",
+            L::CiphertextUntrusted,
+            with(header(CT, 1), &[3, 255]),
+            E::LimbCount { found: 255, max: 3 },
+        ),
+        case(
+            "seeded_secret_key.bin",
+            L::SecretKey,
+            with(header(SK, 1), &[0; 4]),
+            E::SeededNotAllowed { what: "secret key" },
+        ),
+        case(
+            "seeded_plaintext.bin",
+            L::Plaintext,
+            header(PT, 1),
+            E::SeededNotAllowed { what: "plaintext" },
+        ),
+        case(
+            "seeded_ct_size_3.bin",
+            L::Ciphertext,
+            with(header(CT, 1), &[3, 3]),
+            E::SeededNotAllowed {
+                what: "size-3 ciphertext",
+            },
+        ),
+        case(
+            "seeded_gk_empty.bin",
+            L::GaloisKeys,
+            with(header(GK, 1), &0u32.to_le_bytes()),
+            E::SeededNotAllowed {
+                what: "empty Galois key set",
+            },
+        ),
+        case(
+            "ct_residue_eq_prime.bin",
+            L::Ciphertext,
+            ct_residue,
+            E::ResidueOutOfRange {
+                limb: 0,
+                index: 5,
+                value: q[0],
+                modulus: q[0],
+            },
+        ),
+        case(
+            "pt_coeff_eq_t.bin",
+            L::Plaintext,
+            pt_coeff,
+            E::CoefficientOutOfRange {
+                index: 3,
+                value: t,
+                t,
+            },
+        ),
+        case(
+            "sk_invalid_code.bin",
+            L::SecretKey,
+            sk_code,
+            E::InvalidSecretCoefficient { index: 9 },
+        ),
+        case(
+            "sk_trailing_byte.bin",
+            L::SecretKey,
+            sk_trailing,
+            E::TrailingBytes {
+                expected: hl + n as u64 / 4,
+                actual: hl + n as u64 / 4 + 1,
+            },
+        ),
+        case(
+            "ct_transparent.bin",
+            L::CiphertextUntrusted,
+            transparent,
+            E::TransparentCiphertext,
+        ),
+    ]
+}
+
+/// The committed corpus. Generated by `write_bad_corpus` (see the module docs).
+const COMMITTED: &[(&str, &[u8])] = &[
+    ("empty.bin", include_bytes!("../data/bad/empty.bin")),
+    (
+        "magic_short.bin",
+        include_bytes!("../data/bad/magic_short.bin"),
+    ),
+    (
+        "magic_wrong.bin",
+        include_bytes!("../data/bad/magic_wrong.bin"),
+    ),
+    (
+        "magic_other_format.bin",
+        include_bytes!("../data/bad/magic_other_format.bin"),
+    ),
+    ("version_2.bin", include_bytes!("../data/bad/version_2.bin")),
+    (
+        "version_ffff.bin",
+        include_bytes!("../data/bad/version_ffff.bin"),
+    ),
+    (
+        "kind_unknown.bin",
+        include_bytes!("../data/bad/kind_unknown.bin"),
+    ),
+    (
+        "kind_plaintext_as_ciphertext.bin",
+        include_bytes!("../data/bad/kind_plaintext_as_ciphertext.bin"),
+    ),
+    (
+        "kind_secret_key_as_public_key.bin",
+        include_bytes!("../data/bad/kind_secret_key_as_public_key.bin"),
+    ),
+    (
+        "flags_unknown.bin",
+        include_bytes!("../data/bad/flags_unknown.bin"),
+    ),
+    (
+        "flags_unknown_and_seeded.bin",
+        include_bytes!("../data/bad/flags_unknown_and_seeded.bin"),
+    ),
+    (
+        "params_other_n.bin",
+        include_bytes!("../data/bad/params_other_n.bin"),
+    ),
+    (
+        "params_zero_id.bin",
+        include_bytes!("../data/bad/params_zero_id.bin"),
+    ),
+    (
+        "header_truncated.bin",
+        include_bytes!("../data/bad/header_truncated.bin"),
+    ),
+    (
+        "ct_fields_truncated.bin",
+        include_bytes!("../data/bad/ct_fields_truncated.bin"),
+    ),
+    (
+        "ct_body_truncated.bin",
+        include_bytes!("../data/bad/ct_body_truncated.bin"),
+    ),
+    (
+        "sk_truncated.bin",
+        include_bytes!("../data/bad/sk_truncated.bin"),
+    ),
+    (
+        "pk_truncated.bin",
+        include_bytes!("../data/bad/pk_truncated.bin"),
+    ),
+    (
+        "rk_truncated.bin",
+        include_bytes!("../data/bad/rk_truncated.bin"),
+    ),
+    (
+        "rk_unseeded_truncated.bin",
+        include_bytes!("../data/bad/rk_unseeded_truncated.bin"),
+    ),
+    (
+        "pt_truncated.bin",
+        include_bytes!("../data/bad/pt_truncated.bin"),
+    ),
+    (
+        "gk_count_truncated.bin",
+        include_bytes!("../data/bad/gk_count_truncated.bin"),
+    ),
+    (
+        "gk_count_huge.bin",
+        include_bytes!("../data/bad/gk_count_huge.bin"),
+    ),
+    (
+        "gk_count_max_no_body.bin",
+        include_bytes!("../data/bad/gk_count_max_no_body.bin"),
+    ),
+    ("ct_size_0.bin", include_bytes!("../data/bad/ct_size_0.bin")),
+    ("ct_size_1.bin", include_bytes!("../data/bad/ct_size_1.bin")),
+    ("ct_size_4.bin", include_bytes!("../data/bad/ct_size_4.bin")),
+    (
+        "ct_size_255.bin",
+        include_bytes!("../data/bad/ct_size_255.bin"),
+    ),
+    (
+        "ct_limbs_0.bin",
+        include_bytes!("../data/bad/ct_limbs_0.bin"),
+    ),
+    (
+        "ct_limbs_4.bin",
+        include_bytes!("../data/bad/ct_limbs_4.bin"),
+    ),
+    (
+        "ct_limbs_255.bin",
+        include_bytes!("../data/bad/ct_limbs_255.bin"),
+    ),
+    (
+        "seeded_secret_key.bin",
+        include_bytes!("../data/bad/seeded_secret_key.bin"),
+    ),
+    (
+        "seeded_plaintext.bin",
+        include_bytes!("../data/bad/seeded_plaintext.bin"),
+    ),
+    (
+        "seeded_ct_size_3.bin",
+        include_bytes!("../data/bad/seeded_ct_size_3.bin"),
+    ),
+    (
+        "seeded_gk_empty.bin",
+        include_bytes!("../data/bad/seeded_gk_empty.bin"),
+    ),
+    (
+        "ct_residue_eq_prime.bin",
+        include_bytes!("../data/bad/ct_residue_eq_prime.bin"),
+    ),
+    (
+        "pt_coeff_eq_t.bin",
+        include_bytes!("../data/bad/pt_coeff_eq_t.bin"),
+    ),
+    (
+        "sk_invalid_code.bin",
+        include_bytes!("../data/bad/sk_invalid_code.bin"),
+    ),
+    (
+        "sk_trailing_byte.bin",
+        include_bytes!("../data/bad/sk_trailing_byte.bin"),
+    ),
+    (
+        "ct_transparent.bin",
+        include_bytes!("../data/bad/ct_transparent.bin"),
+    ),
+];
+
+suite_test! {
+    fn bad_corpus_gives_typed_errors() {
+        let params = Params::auth4096();
+        let cases = bad_corpus(&params);
+        assert_eq!(cases.len(), COMMITTED.len());
+        for case in &cases {
+            let (_, bytes) = COMMITTED.iter().find(|(name, _)| *name == case.name)
+                .unwrap_or_else(|| panic!("{} is not committed", case.name));
+            assert!(*bytes == case.bytes.as_slice(),
+                    "tests/data/bad/{} is stale: run `cargo test --test native -- --ignored write_bad_corpus`",
+                    case.name);
+            assert_eq!(load(&params, case.loader, bytes), Err(case.expected.clone()), "{}", case.name);
+        }
+        // The transparent ciphertext is well formed: only the untrusted path refuses it.
+        let (_, transparent) = COMMITTED.iter().find(|(name, _)| *name == "ct_transparent.bin").unwrap();
+        let ct = Ciphertext::from_bytes(&params, transparent).unwrap();
+        assert!(ct.is_transparent());
+        // Every corpus file fed to every loader: a typed error, never a panic.
+        let loaders = [Loader::SecretKey, Loader::PublicKey, Loader::RelinKey, Loader::GaloisKeys,
+                       Loader::Plaintext, Loader::Ciphertext, Loader::CiphertextUntrusted];
+        for (name, bytes) in COMMITTED {
+            for loader in loaders {
+                let r = load(&params, loader, bytes);
+                assert!(r.is_err() || (*name == "ct_transparent.bin" && matches!(loader, Loader::Ciphertext)),
+                        "{name} via {loader:?}");
+            }
+        }
+    }
+
+    fn object_kind_dispatch() {
+        let params = Params::auth4096();
+        let pt = Plaintext::from_coeffs(&params, &[1]).unwrap();
+        assert_eq!(ObjectKind::of(&pt.to_bytes()).unwrap(), ObjectKind::Plaintext);
+        assert_eq!(ObjectKind::of(b"BMAT\x01\x00\x09").unwrap_err(), FormatError::WrongKind { expected: 0, found: 9 });
+        assert_eq!(ObjectKind::of(b"BM").unwrap_err(), FormatError::Truncated { expected: 4, actual: 2 });
+    }
+}
+
+/// Writes `tests/data/bad/` from [`bad_corpus`]. Run after a format change:
+/// `cargo test --test native -- --ignored write_bad_corpus`.
+#[cfg(not(target_arch = "wasm32"))]
+#[test]
+#[ignore = "writes tests/data/bad/; run by hand after a format change"]
+fn write_bad_corpus() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    for case in bad_corpus(&Params::auth4096()) {
+        std::fs::write(dir.join(case.name), &case.bytes).unwrap();
+    }
+}
