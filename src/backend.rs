@@ -190,6 +190,25 @@ impl Backend {
     }
 }
 
+/// Maps `f` over `items`, on every core where threads exist (rayon natively;
+/// in order on wasm32). The first error wins.
+pub(crate) fn par_map<T, R, E, F>(items: &[T], f: F) -> Result<Vec<R>, E>
+where
+    T: Sync,
+    R: Send,
+    E: Send,
+    F: Fn(&T) -> Result<R, E> + Sync + Send,
+{
+    cfg_if::cfg_if! {
+        if #[cfg(target_arch = "wasm32")] {
+            items.iter().map(f).collect()
+        } else {
+            use rayon::prelude::*;
+            items.par_iter().map(f).collect()
+        }
+    }
+}
+
 /// Extra per-plan tables that SIMD backends want, built once with the plan.
 #[derive(Default)]
 pub(crate) struct BackendTables {

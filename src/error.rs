@@ -174,3 +174,35 @@ pub enum FormatError {
     #[error("transparent ciphertext (every polynomial past c0 is zero) refused")]
     TransparentCiphertext,
 }
+
+/// Errors of the matching layer (embeddings, packing, verify, identify).
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum MatchError {
+    /// The embedding dimension is not one the packing supports.
+    #[error("embedding dimension {dim} is not supported (use 64, 128, 256 or 512)")]
+    UnsupportedDimension { dim: usize },
+    /// An embedding has the wrong length.
+    #[error("embedding has {actual} components; expected {expected}")]
+    WrongLength { expected: usize, actual: usize },
+    /// An embedding component is NaN or infinite.
+    #[error("embedding component {index} is not a finite number")]
+    NotFinite { index: usize },
+    /// The embedding is zero (or too close to it to normalize).
+    #[error("embedding is the zero vector and cannot be normalized")]
+    ZeroVector,
+    /// A quantized vector's norm would let an inner product wrap mod t.
+    #[error("quantized squared norm {norm2} exceeds {max}: inner products could wrap modulo t")]
+    NormTooLarge { norm2: i64, max: i64 },
+    /// More templates than fit in one ciphertext.
+    #[error("{actual} templates do not fit in one ciphertext (at most {max})")]
+    TooManyTemplates { max: usize, actual: usize },
+    /// No templates were given.
+    #[error("at least one template is needed")]
+    NoTemplates,
+    /// A ciphertext whose uniform part is zero (anyone could read it).
+    #[error("transparent ciphertext refused")]
+    TransparentCiphertext,
+    /// An error of the BFV layer.
+    #[error(transparent)]
+    Bfv(#[from] BfvError),
+}

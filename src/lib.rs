@@ -44,10 +44,11 @@ pub mod arith;
 pub mod backend;
 pub mod bfv;
 pub mod error;
+pub mod matching;
 pub mod ntt;
 
 pub use backend::Backend;
-pub use error::{ArithError, BfvError, FormatError, ParamsError};
+pub use error::{ArithError, BfvError, FormatError, MatchError, ParamsError};
 pub use ntt::NttPlan;
 
 #[cfg(target_arch = "wasm32")]

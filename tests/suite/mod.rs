@@ -23,5 +23,6 @@ mod arith;
 mod backends;
 mod bfv;
 mod kat;
+mod matching;
 mod ntt;
 mod serialize;

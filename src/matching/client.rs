@@ -1,0 +1,72 @@
+//! The key holder's side: encrypting templates and probes, reading scores.
+//!
+//! In 1:1 mode the key holder is the user's browser: templates and probes are
+//! secret-key encryptions (seeded, so each is a seed plus one polynomial on
+//! the wire). In 1:N mode the operator's service key encrypts gallery
+//! templates with its public key.
+
+use crate::bfv::{Ciphertext, Prng, PublicKey, SecretKey};
+use crate::error::MatchError;
+
+use super::pack::{pack_probe, pack_templates, read_scores};
+use super::quantize::Quantizer;
+
+/// Scores read from a decrypted reply.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scores {
+    /// Exact integer inner products of the quantized vectors.
+    pub scores: Vec<i64>,
+    /// The same as cosine similarities (`score / s²`).
+    pub cosines: Vec<f64>,
+}
+
+fn quantize_all(q: &Quantizer, embeddings: &[&[f32]]) -> Result<Vec<Vec<i32>>, MatchError> {
+    embeddings.iter().map(|e| q.quantize(e)).collect()
+}
+
+/// Encrypts up to `n/d` embeddings of one user into one template ciphertext
+/// (secret key, seeded).
+pub fn encrypt_templates(
+    sk: &SecretKey,
+    q: &Quantizer,
+    embeddings: &[&[f32]],
+    rng: &mut Prng,
+) -> Result<Ciphertext, MatchError> {
+    let pt = pack_templates(sk.params(), q.dim(), &quantize_all(q, embeddings)?)?;
+    Ok(sk.encrypt_with(&pt, rng)?)
+}
+
+/// Encrypts gallery templates (up to `n/d`) under a service public key.
+pub fn encrypt_templates_public(
+    pk: &PublicKey,
+    q: &Quantizer,
+    embeddings: &[&[f32]],
+    rng: &mut Prng,
+) -> Result<Ciphertext, MatchError> {
+    let pt = pack_templates(pk.params(), q.dim(), &quantize_all(q, embeddings)?)?;
+    Ok(pk.encrypt_with(&pt, rng)?)
+}
+
+/// Encrypts a login probe (secret key, seeded).
+pub fn encrypt_probe(
+    sk: &SecretKey,
+    q: &Quantizer,
+    embedding: &[f32],
+    rng: &mut Prng,
+) -> Result<Ciphertext, MatchError> {
+    let pt = pack_probe(sk.params(), &q.quantize(embedding)?)?;
+    Ok(sk.encrypt_with(&pt, rng)?)
+}
+
+/// Decrypts a reply and reads the first `count` scores.
+pub fn decrypt_scores(
+    sk: &SecretKey,
+    q: &Quantizer,
+    reply: &Ciphertext,
+    count: usize,
+) -> Result<Scores, MatchError> {
+    let pt = sk.decrypt(reply)?;
+    let scores = read_scores(sk.params(), q.dim(), &pt, count)?;
+    let cosines = scores.iter().map(|&s| q.cosine(s)).collect();
+    Ok(Scores { scores, cosines })
+}

@@ -1,0 +1,156 @@
+//! 1:N identification against a gallery encrypted under a service key.
+//!
+//! Gallery templates are public-key encryptions, `n/d` per ciphertext, kept in
+//! the NTT domain. A plaintext probe is lifted and transformed once; each
+//! gallery ciphertext then costs one pointwise product per polynomial and
+//! prime. The key holder decrypts the score ciphertexts and keeps the best.
+
+use crate::bfv::{Ciphertext, Evaluator, Params, PlaintextNtt, SecretKey};
+use crate::error::MatchError;
+
+use super::pack::{pack_probe, read_scores, templates_per_ciphertext};
+use super::quantize::Quantizer;
+
+/// Encrypted templates, `n/d` per ciphertext.
+#[derive(Clone, Debug)]
+pub struct Gallery {
+    params: Params,
+    dim: usize,
+    cts: Vec<Ciphertext>,
+    counts: Vec<usize>,
+}
+
+/// One match: the template's index in the gallery and its score.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Match {
+    /// The template's index: its ciphertext's number times `n/d`, plus its
+    /// block within that ciphertext (as returned by [`Gallery::push`]).
+    pub index: usize,
+    /// Exact integer inner product.
+    pub score: i64,
+    /// `score / s²`.
+    pub cosine: f64,
+}
+
+impl Gallery {
+    /// An empty gallery for templates of dimension `dim`.
+    pub fn new(params: &Params, dim: usize) -> Result<Self, MatchError> {
+        Quantizer::new(params, dim)?;
+        Ok(Self {
+            params: params.clone(),
+            dim,
+            cts: Vec::new(),
+            counts: Vec::new(),
+        })
+    }
+
+    /// Adds a ciphertext holding `count` templates; returns the index of its
+    /// first template.
+    pub fn push(&mut self, ct: Ciphertext, count: usize) -> Result<usize, MatchError> {
+        self.params.check(ct.params())?;
+        let max = templates_per_ciphertext(&self.params, self.dim);
+        if count == 0 || count > max {
+            return Err(MatchError::TooManyTemplates { max, actual: count });
+        }
+        if ct.is_transparent() {
+            return Err(MatchError::TransparentCiphertext);
+        }
+        if ct.size() != 2 || ct.limbs() != self.params.limbs() {
+            return Err(MatchError::Bfv(crate::error::BfvError::CiphertextSize {
+                op: "gallery",
+                size: ct.size(),
+                expected: "2, at the top level",
+            }));
+        }
+        let first = self.cts.len() * max;
+        self.cts.push(ct);
+        self.counts.push(count);
+        Ok(first)
+    }
+
+    /// Number of templates.
+    pub fn len(&self) -> usize {
+        self.counts.iter().sum()
+    }
+
+    /// Whether the gallery is empty.
+    pub fn is_empty(&self) -> bool {
+        self.cts.is_empty()
+    }
+
+    /// Number of ciphertexts.
+    pub fn ciphertexts(&self) -> usize {
+        self.cts.len()
+    }
+}
+
+/// Scores a plaintext probe against a gallery.
+#[derive(Clone, Debug)]
+pub struct Identifier {
+    params: Params,
+    ev: Evaluator,
+    quantizer: Quantizer,
+}
+
+impl Identifier {
+    /// An identifier for probes of dimension `dim`.
+    pub fn new(params: &Params, dim: usize) -> Result<Self, MatchError> {
+        Ok(Self {
+            params: params.clone(),
+            ev: Evaluator::new(params),
+            quantizer: Quantizer::new(params, dim)?,
+        })
+    }
+
+    /// Quantizes, packs, lifts and transforms a probe once for a whole gallery.
+    pub fn prepare_probe(&self, embedding: &[f32]) -> Result<PlaintextNtt, MatchError> {
+        let pt = pack_probe(&self.params, &self.quantizer.quantize(embedding)?)?;
+        Ok(self.ev.prepare_plain(&pt)?)
+    }
+
+    /// Encrypted scores, one ciphertext per gallery ciphertext (no key needed).
+    pub fn score_ciphertexts(
+        &self,
+        gallery: &Gallery,
+        probe: &PlaintextNtt,
+    ) -> Result<Vec<Ciphertext>, MatchError> {
+        crate::backend::par_map(&gallery.cts, |ct| {
+            let mut c = ct.clone();
+            self.ev.multiply_plain_assign(&mut c, probe)?;
+            Ok(c)
+        })
+    }
+
+    /// The key holder's step: decrypts every score ciphertext and returns the
+    /// `top_k` best matches, best first.
+    pub fn identify(
+        &self,
+        gallery: &Gallery,
+        sk: &SecretKey,
+        embedding: &[f32],
+        top_k: usize,
+    ) -> Result<Vec<Match>, MatchError> {
+        let probe = self.prepare_probe(embedding)?;
+        let dim = self.quantizer.dim();
+        let per = templates_per_ciphertext(&self.params, dim);
+        let scores: Vec<Vec<i64>> = crate::backend::par_map(&gallery.cts, |ct| {
+            let mut c = ct.clone();
+            self.ev.multiply_plain_assign(&mut c, &probe)?;
+            let pt = sk.decrypt(&c)?;
+            read_scores(&self.params, dim, &pt, per)
+        })?;
+        let mut all: Vec<Match> = Vec::new();
+        for (ci, s) in scores.iter().enumerate() {
+            for (k, &score) in s.iter().enumerate().take(gallery.counts[ci]) {
+                all.push(Match {
+                    index: ci * per + k,
+                    score,
+                    cosine: self.quantizer.cosine(score),
+                });
+            }
+        }
+        all.sort_by(|a, b| b.score.cmp(&a.score).then(a.index.cmp(&b.index)));
+        all.truncate(top_k);
+        Ok(all)
+    }
+}

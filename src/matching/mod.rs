@@ -1,0 +1,19 @@
+//! Encrypted face matching: quantized embeddings packed so that one
+//! polynomial product computes every template's inner product with a probe.
+//!
+//! * [`Quantizer`]: embeddings to integers whose inner products never wrap.
+//! * [`pack`]: the coefficient layout (no rotations, no Galois keys).
+//! * [`client`]: the key holder's side (encrypt templates and probes, read scores).
+//! * [`Verifier`]: 1:1 on the server, with response hygiene.
+//! * [`Identifier`] and [`Gallery`]: 1:N against a service-key gallery.
+
+pub mod client;
+mod identify;
+pub mod pack;
+mod quantize;
+mod verify;
+
+pub use client::Scores;
+pub use identify::{Gallery, Identifier, Match};
+pub use quantize::{max_scale, Quantizer, DIMENSIONS};
+pub use verify::Verifier;

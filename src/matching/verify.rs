@@ -1,0 +1,102 @@
+//! 1:1 verification on the server: template × probe, then response hygiene.
+//!
+//! The reply goes back to the key holder, who decrypts it; the server must
+//! make sure that decrypting it reveals the scores and nothing else:
+//!
+//! 1. multiply the template and probe ciphertexts (and relinearize, if the
+//!    caller has a relinearization key; the key holder can decrypt the
+//!    size-3 product without it);
+//! 2. mask: add uniform values mod t to every coefficient that is not a score
+//!    position, so those coefficients decrypt to fresh uniform noise;
+//! 3. re-randomize: add a fresh public-key encryption of zero under the
+//!    user's public key, so the reply's randomness is independent of the
+//!    inputs';
+//! 4. switch down to the fewest primes that still decrypt correctly.
+
+use crate::bfv::{Ciphertext, CoefficientEncoder, Evaluator, Params, Prng, PublicKey, RelinKey};
+use crate::error::MatchError;
+
+use super::pack::is_score_position;
+
+/// Server-side 1:1 verification for one parameter set and dimension.
+#[derive(Clone, Debug)]
+pub struct Verifier {
+    params: Params,
+    ev: Evaluator,
+    dim: usize,
+    reply_limbs: usize,
+}
+
+impl Verifier {
+    /// A verifier for templates of dimension `dim`. Replies are switched down
+    /// to all but one ciphertext prime (two for `auth4096`), the fewest that
+    /// keep the measured margin; see docs/PARAMETERS.md.
+    pub fn new(params: &Params, dim: usize) -> Result<Self, MatchError> {
+        super::quantize::Quantizer::new(params, dim)?;
+        Ok(Self {
+            params: params.clone(),
+            ev: Evaluator::new(params),
+            dim,
+            reply_limbs: params.limbs().saturating_sub(1).max(1),
+        })
+    }
+
+    /// The number of ciphertext primes of a reply.
+    pub fn reply_limbs(&self) -> usize {
+        self.reply_limbs
+    }
+
+    /// Verifies with the system RNG.
+    pub fn verify(
+        &self,
+        template: &Ciphertext,
+        probe: &Ciphertext,
+        user_pk: &PublicKey,
+        rk: Option<&RelinKey>,
+    ) -> Result<Ciphertext, MatchError> {
+        self.verify_with(template, probe, user_pk, rk, &mut Prng::from_os()?)
+    }
+
+    /// Verifies with the given generator (for the masks and the fresh
+    /// encryption of zero).
+    pub fn verify_with(
+        &self,
+        template: &Ciphertext,
+        probe: &Ciphertext,
+        user_pk: &PublicKey,
+        rk: Option<&RelinKey>,
+        rng: &mut Prng,
+    ) -> Result<Ciphertext, MatchError> {
+        for ct in [template, probe] {
+            self.params.check(ct.params())?;
+            if ct.is_transparent() {
+                return Err(MatchError::TransparentCiphertext);
+            }
+        }
+        let mut product = self.ev.multiply(template, probe)?;
+        if let Some(rk) = rk {
+            product = self.ev.relinearize(&product, rk)?;
+        }
+        self.ev.add_plain_assign(&mut product, &self.mask(rng)?)?;
+        let zero =
+            user_pk.encrypt_with(&CoefficientEncoder::new(&self.params).encode(&[])?, rng)?;
+        self.ev.add_assign(&mut product, &zero)?;
+        Ok(self.ev.mod_switch_to(&product, self.reply_limbs)?)
+    }
+
+    /// Uniform values mod t on every coefficient except the score positions.
+    fn mask(&self, rng: &mut Prng) -> Result<crate::bfv::Plaintext, MatchError> {
+        let t = self.params.plaintext_modulus();
+        let coeffs: Vec<u32> = (0..self.params.degree())
+            .map(|i| {
+                let r = crate::bfv::sample::uniform(rng, t);
+                if is_score_position(self.dim, i) {
+                    0
+                } else {
+                    r
+                }
+            })
+            .collect();
+        Ok(crate::bfv::Plaintext::from_coeffs(&self.params, &coeffs)?)
+    }
+}

@@ -1,0 +1,244 @@
+//! The matching layer: quantizer bounds, packed inner products, 1:1 verify
+//! with response hygiene, 1:N identify; all against i64 references.
+
+use super::oracle::Rng;
+use blindmatch::bfv::{CoefficientEncoder, Params, Prng, PublicKey, RelinKey, SecretKey};
+use blindmatch::matching::{
+    client, max_scale, pack, Gallery, Identifier, Quantizer, Verifier, DIMENSIONS,
+};
+use blindmatch::MatchError;
+
+fn seeded(tag: u8) -> Prng {
+    Prng::from_seed([tag; 32])
+}
+
+/// A Gaussian-ish embedding (sum of uniforms), deterministic.
+fn embedding(rng: &mut Rng, d: usize) -> Vec<f32> {
+    (0..d)
+        .map(|_| (0..4).map(|_| rng.below(2001) as f32 - 1000.0).sum::<f32>())
+        .collect()
+}
+
+/// Embeddings that push the quantized vectors to extremes: one-hot (largest
+/// component), flat with alternating signs (largest l1 norm), and halfway
+/// roundings (largest rounding error).
+fn extreme_embeddings(d: usize) -> Vec<Vec<f32>> {
+    let one_hot: Vec<f32> = (0..d).map(|i| if i == 3 { 1.0 } else { 0.0 }).collect();
+    let neg_hot: Vec<f32> = (0..d).map(|i| if i == 0 { -1.0 } else { 0.0 }).collect();
+    let flat: Vec<f32> = (0..d)
+        .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    let flat_pos = vec![1.0f32; d];
+    let s = max_scale(d, 65537) as f32;
+    // Components that land just above .5 after scaling, so every one rounds up.
+    let x = (0.5 + 1e-3) / s * (d as f32).sqrt();
+    let halfway: Vec<f32> = (0..d).map(|i| if i == 0 { 1.0 } else { x }).collect();
+    vec![one_hot, neg_hot, flat, flat_pos, halfway]
+}
+
+fn dot(a: &[i32], b: &[i32]) -> i64 {
+    a.iter().zip(b).map(|(&x, &y)| x as i64 * y as i64).sum()
+}
+
+suite_test! {
+    fn quantizer_scales_and_refuses_bad_input() {
+        let params = Params::auth4096();
+        assert_eq!(
+            DIMENSIONS.map(|d| Quantizer::new(&params, d).unwrap().scale()),
+            [177, 175, 173, 169]
+        );
+        assert!(matches!(Quantizer::new(&params, 100), Err(MatchError::UnsupportedDimension { dim: 100 })));
+        let q = Quantizer::new(&params, 128).unwrap();
+        assert_eq!(q.quantize(&[1.0; 127]), Err(MatchError::WrongLength { expected: 128, actual: 127 }));
+        let mut v = vec![0.5f32; 128];
+        v[7] = f32::NAN;
+        assert_eq!(q.quantize(&v), Err(MatchError::NotFinite { index: 7 }));
+        v[7] = f32::INFINITY;
+        assert_eq!(q.quantize(&v), Err(MatchError::NotFinite { index: 7 }));
+        assert_eq!(q.quantize(&[0.0; 128]), Err(MatchError::ZeroVector));
+        // The norm is taken in f64, so even f32::MAX components normalize.
+        assert_eq!(q.quantize(&[f32::MAX; 128]).unwrap(), q.quantize(&[1.0; 128]).unwrap());
+        let tiny = vec![1e-30f32; 128];
+        assert!(q.quantize(&tiny).is_ok(), "tiny but nonzero vectors normalize");
+    }
+
+    fn accepted_vectors_never_wrap() {
+        // Property: for every pair of accepted vectors, |<a, b>| <= (t-1)/2,
+        // so the inner product is exact after centred decoding mod t.
+        let params = Params::auth4096();
+        let half_t = (params.plaintext_modulus() as i64 - 1) / 2;
+        let mut rng = Rng::new(21);
+        for d in DIMENSIONS {
+            let q = Quantizer::new(&params, d).unwrap();
+            let mut vs: Vec<Vec<i32>> = extreme_embeddings(d).iter().map(|e| q.quantize(e).unwrap()).collect();
+            for _ in 0..40 {
+                vs.push(q.quantize(&embedding(&mut rng, d)).unwrap());
+            }
+            for a in &vs {
+                let n2 = dot(a, a);
+                assert!(n2 <= q.max_norm2(), "d={d}: norm² {n2}");
+                assert!(a.iter().all(|&x| x.unsigned_abs() <= q.scale()));
+                for b in &vs {
+                    assert!(dot(a, b).abs() <= half_t);
+                }
+            }
+        }
+    }
+
+    fn packed_product_holds_every_inner_product() {
+        // Plain i64 negacyclic product of the packed polynomials, no encryption:
+        // the packing layout alone is exact, including full blocks and extremes.
+        let params = Params::auth4096();
+        let n = params.degree();
+        let mut rng = Rng::new(22);
+        for d in [128usize, 512] {
+            let q = Quantizer::new(&params, d).unwrap();
+            let per = pack::templates_per_ciphertext(&params, d);
+            let mut embs = extreme_embeddings(d);
+            while embs.len() < per {
+                embs.push(embedding(&mut rng, d));
+            }
+            let tq: Vec<Vec<i32>> = embs.iter().map(|e| q.quantize(e).unwrap()).collect();
+            let probe = tq[2].clone();
+            let coeff = CoefficientEncoder::new(&params);
+            let a = coeff.decode(&pack::pack_templates(&params, d, &tq).unwrap()).unwrap();
+            let b = coeff.decode(&pack::pack_probe(&params, &probe).unwrap()).unwrap();
+            let mut prod = vec![0i64; n];
+            for (i, &x) in a.iter().enumerate().filter(|(_, &x)| x != 0) {
+                for (j, &y) in b.iter().enumerate().filter(|(_, &y)| y != 0) {
+                    if i + j < n { prod[i + j] += x * y } else { prod[i + j - n] -= x * y }
+                }
+            }
+            for (k, t) in tq.iter().enumerate() {
+                assert_eq!(prod[pack::score_position(d, k)], dot(t, &probe), "d={d} k={k}");
+            }
+        }
+        assert!(matches!(
+            pack::pack_templates(&params, 128, &vec![vec![0; 128]; 33]),
+            Err(MatchError::TooManyTemplates { max: 32, actual: 33 })
+        ));
+        assert!(matches!(pack::pack_templates(&params, 128, &[]), Err(MatchError::NoTemplates)));
+    }
+
+    fn verify_returns_exact_scores_with_hygiene() {
+        let params = Params::auth4096();
+        let d = 128;
+        let n = params.degree();
+        let mut rng = Rng::new(23);
+        let mut prng = seeded(5);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let rk = RelinKey::new_with(&sk, &mut prng);
+        let q = Quantizer::new(&params, d).unwrap();
+        let verifier = Verifier::new(&params, d).unwrap();
+        assert_eq!(verifier.reply_limbs(), 2);
+        // A full template ciphertext of 32 samples including the extremes.
+        let mut embs = extreme_embeddings(d);
+        while embs.len() < 32 {
+            embs.push(embedding(&mut rng, d));
+        }
+        let refs: Vec<&[f32]> = embs.iter().map(|e| e.as_slice()).collect();
+        let template = client::encrypt_templates(&sk, &q, &refs, &mut prng).unwrap();
+        let tq: Vec<Vec<i32>> = embs.iter().map(|e| q.quantize(e).unwrap()).collect();
+        let rounds = if cfg!(target_arch = "wasm32") { 2 } else { 6 };
+        let mut worst_budget = f64::INFINITY;
+        for round in 0..rounds {
+            // Probes: the extremes themselves, then random ones.
+            let probe_emb = if round < embs.len() { embs[round].clone() } else { embedding(&mut rng, d) };
+            let probe = client::encrypt_probe(&sk, &q, &probe_emb, &mut prng).unwrap();
+            let pq = q.quantize(&probe_emb).unwrap();
+            for relin in [Some(&rk), None] {
+                let reply = verifier.verify_with(&template, &probe, &pk, relin, &mut prng).unwrap();
+                assert_eq!(reply.limbs(), 2);
+                assert_eq!(reply.size(), if relin.is_some() { 2 } else { 3 });
+                assert!(!reply.is_seeded());
+                let got = client::decrypt_scores(&sk, &q, &reply, 32).unwrap();
+                let want: Vec<i64> = tq.iter().map(|t| dot(t, &pq)).collect();
+                assert_eq!(got.scores, want, "round {round} relin {}", relin.is_some());
+                for (c, w) in got.cosines.iter().zip(&want) {
+                    assert!((c - *w as f64 / (175.0 * 175.0)).abs() < 1e-12);
+                }
+                let budget = sk.noise_budget(&reply).unwrap();
+                worst_budget = worst_budget.min(budget);
+                // Hygiene: every non-score coefficient is masked. Unmasked, the
+                // product's non-score coefficients are partial sums, mostly
+                // small; masked, they are uniform mod t.
+                let all = CoefficientEncoder::new(&params).decode(&sk.decrypt(&reply).unwrap()).unwrap();
+                let large = (0..n)
+                    .filter(|&i| !pack::is_score_position(d, i))
+                    .filter(|&i| all[i].abs() > 1000)
+                    .count();
+                let others = n - n / d;
+                // Uniform values in (-t/2, t/2] exceed 1000 in magnitude with
+                // probability 0.97; fewer than 90% means the mask is missing.
+                assert!(large * 10 > others * 9, "only {large} of {others} masked coefficients look uniform");
+            }
+        }
+        eprintln!("verify circuit, worst noise budget over {rounds} rounds: {worst_budget:.1} bits (reply over 2 primes)");
+        assert!(worst_budget > 10.0, "margin {worst_budget}");
+    }
+
+    fn verify_refuses_transparent_and_foreign_ciphertexts() {
+        let params = Params::auth4096();
+        let mut prng = seeded(6);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let q = Quantizer::new(&params, 128).unwrap();
+        let verifier = Verifier::new(&params, 128).unwrap();
+        let e = vec![1.0f32; 128];
+        let template = client::encrypt_templates(&sk, &q, &[&e], &mut prng).unwrap();
+        // A transparent ciphertext: c1 = 0, so c0 alone reveals the message.
+        let transparent = {
+            let ev = blindmatch::bfv::Evaluator::new(&params);
+            let pt = CoefficientEncoder::new(&params).encode(&[5]).unwrap();
+            // (c0, c1) - (c0, c1) + Δ·m has c1 = 0.
+            let mut z = ev.sub(&template, &template).unwrap();
+            ev.add_plain_assign(&mut z, &pt).unwrap();
+            z
+        };
+        assert!(transparent.is_transparent());
+        assert!(matches!(
+            verifier.verify_with(&transparent, &template, &pk, None, &mut prng),
+            Err(MatchError::TransparentCiphertext)
+        ));
+        assert!(matches!(
+            verifier.verify_with(&template, &transparent, &pk, None, &mut prng),
+            Err(MatchError::TransparentCiphertext)
+        ));
+    }
+
+    fn identify_finds_the_enrolled_person() {
+        let params = Params::auth4096();
+        let d = 128;
+        let mut rng = Rng::new(24);
+        let mut prng = seeded(7);
+        let service_sk = SecretKey::generate_with(&params, &mut prng);
+        let service_pk = PublicKey::new_with(&service_sk, &mut prng);
+        let q = Quantizer::new(&params, d).unwrap();
+        let mut gallery = Gallery::new(&params, d).unwrap();
+        let people: Vec<Vec<f32>> = (0..70).map(|_| embedding(&mut rng, d)).collect();
+        let mut index_of = Vec::new();
+        for chunk in people.chunks(32) {
+            let refs: Vec<&[f32]> = chunk.iter().map(|e| e.as_slice()).collect();
+            let ct = client::encrypt_templates_public(&service_pk, &q, &refs, &mut prng).unwrap();
+            let first = gallery.push(ct, chunk.len()).unwrap();
+            index_of.extend((0..chunk.len()).map(|k| first + k));
+        }
+        assert_eq!(gallery.len(), 70);
+        assert_eq!(gallery.ciphertexts(), 3);
+        let id = Identifier::new(&params, d).unwrap();
+        // A fresh capture of person 45: the template plus small noise.
+        let target = 45;
+        let capture: Vec<f32> = people[target].iter().map(|&v| v + (rng.below(201) as f32 - 100.0)).collect();
+        let matches = id.identify(&gallery, &service_sk, &capture, 5).unwrap();
+        assert_eq!(matches.len(), 5);
+        assert_eq!(matches[0].index, index_of[target]);
+        // Scores are the exact integer inner products.
+        let pq = q.quantize(&capture).unwrap();
+        for m in &matches {
+            let who = index_of.iter().position(|&i| i == m.index).unwrap();
+            assert_eq!(m.score, dot(&q.quantize(&people[who]).unwrap(), &pq));
+        }
+        assert!(matches.windows(2).all(|w| w[0].score >= w[1].score));
+    }
+}
