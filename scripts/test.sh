@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# blindmatch's full check: formatting, clippy on every target, and the shared
+# correctness suite (tests/suite/) natively, on aarch64 under qemu, and on
+# wasm32 in Node and in headless Chromium. This is what CI runs (.ci/run).
+#
+#   scripts/test.sh          from any directory; needs no tty and no stdin
+#
+# Steps, in order (each one's output is shown and also saved to
+# target/test-logs/NN-<step>.log):
+#
+#   setup           scripts/setup.sh installs whatever is missing (fatal on failure)
+#   fmt             cargo fmt --check
+#   clippy-*        -D warnings for x86_64 (all targets), aarch64+neon (all
+#                   targets) and wasm32 (lib + tests)
+#   kat             python3 scripts/gen_kat.py --check (if the script exists)
+#   native          cargo test --all-targets, then the doc tests
+#   aarch64         the same cross-compiled with --features neon, run by qemu
+#   wasm-node       wasm-pack test --node              (tests/node.rs)
+#   wasm-browser    wasm-pack test --headless --chrome (tests/web.rs)
+#
+# Each test build is compiled with BLINDMATCH_REQUIRE_BACKEND (avx2 when the
+# CPU has it, neon, simd128), so a build that silently fell back to the scalar
+# kernels fails instead of passing while testing scalar against itself (see
+# backends() in tests/suite/oracle.rs).
+#
+# Every step runs even if an earlier one failed. A test step fails if it exits
+# non-zero, reports a failed test, executes zero tests, or executes zero tests
+# in the binary it exists for (e.g. tests/web.rs in the browser: a
+# browser-only binary is silently skipped by the Node runner and vice versa).
+# Counts come from the `test result: ok. N passed; M failed; ...` lines that
+# both libtest and wasm-bindgen-test-runner (Node and browser) print.
+#
+# The last line of output is always exactly `N passed, M failed`: N and M are
+# the executed tests summed over all test steps; M also counts one for each
+# step that failed without reporting a failed test (a compile error, fmt,
+# clippy, a timeout, zero tests run), so M is 0 exactly when the script
+# exits 0.
+#
+# Do not set RUSTFLAGS: it replaces the `+simd128` flags of .cargo/config.toml
+# (the script stops with an error, after setup, if any of them is set).
+
+set -euo pipefail
+shopt -s inherit_errexit 2>/dev/null || true
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+export PATH="${CARGO_HOME:-${HOME:-/root}/.cargo}/bin:$PATH"
+export CARGO_TERM_COLOR=never
+export CARGO_TERM_PROGRESS_WHEN=never
+# Only the steps below decide which backend a build must exercise.
+unset BLINDMATCH_REQUIRE_BACKEND
+# Browser (and Node) tests: the runner's default is 20 s.
+export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-300}"
+
+LOG_DIR="$ROOT/target/test-logs"
+mkdir -p "$LOG_DIR"
+rm -f "$LOG_DIR"/*.log "$LOG_DIR"/.pgid "$LOG_DIR"/.rc
+
+T0=$SECONDS
+STEP_NO=0
+TOTAL_PASSED=0
+TOTAL_FAILED=0
+ANY_FAILED=0
+SUMMARY=()
+CUR_PGID_FILE=""
+
+section() {
+  printf '\n======================================================================\n'
+  printf '== %s\n' "$*"
+  printf '======================================================================\n'
+}
+
+# Runs "$@" with stdin from /dev/null, output shown and saved to $LOG, in a
+# session of its own, stopped after $LIMIT seconds. Whatever it leaves behind
+# in that session (a Chromium after a browser-test timeout, which would also
+# keep the log pipe open) is killed afterwards. Sets RC.
+run_logged() {
+  local name="$1" limit="$2"
+  shift 2
+  STEP_NO=$((STEP_NO + 1))
+  LOG="$LOG_DIR/$(printf '%02d' "$STEP_NO")-$name.log"
+  local pgid_file="$LOG_DIR/.pgid" rc_file="$LOG_DIR/.rc"
+  rm -f "$pgid_file" "$rc_file"
+  CUR_PGID_FILE="$pgid_file"
+  printf '$ %s\n' "$*" | tee "$LOG"
+  (
+    set +e
+    # shellcheck disable=SC2016
+    setsid -w bash -c 'echo $$ >"$1"; shift; exec timeout --foreground -k 30 "$@"' \
+      _ "$pgid_file" "$limit" "$@" </dev/null 2>&1
+    rc=$?
+    echo "$rc" >"$rc_file"
+    if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+      echo "*** $name: stopped after the ${limit}s limit (exit $rc)"
+    fi
+    kill_session "$pgid_file"
+    exit 0
+  ) | tee -a "$LOG" &
+  wait $! || true
+  CUR_PGID_FILE=""
+  RC="$(cat "$rc_file" 2>/dev/null || echo 1)"
+}
+
+kill_session() {
+  local pg
+  pg="$(cat "$1" 2>/dev/null || true)"
+  [ -n "$pg" ] || return 0
+  if kill -0 -- "-$pg" 2>/dev/null; then
+    kill -TERM -- "-$pg" 2>/dev/null || true
+    sleep 2
+    kill -KILL -- "-$pg" 2>/dev/null || true
+  fi
+}
+
+record() { # name result passed failed seconds note
+  SUMMARY+=("$(printf '%-16s %-5s %7s %7s %6ss  %s' "$1" "$2" "$3" "$4" "$5" "$6")")
+}
+
+finish() {
+  local code="$1"
+  section "summary (logs in $LOG_DIR)"
+  printf '%-16s %-5s %7s %7s %7s  %s\n' step result passed failed time note
+  local line
+  for line in "${SUMMARY[@]}"; do printf '%s\n' "$line"; done
+  printf 'total wall time: %ss\n' "$((SECONDS - T0))"
+  if [ "$code" = 0 ]; then
+    printf 'all steps passed\n'
+  else
+    printf 'FAILED (exit %s)\n' "$code"
+  fi
+  printf '%s passed, %s failed\n' "$TOTAL_PASSED" "$TOTAL_FAILED"
+  exit "$code"
+}
+
+on_signal() {
+  trap - INT TERM
+  [ -n "$CUR_PGID_FILE" ] && kill_session "$CUR_PGID_FILE"
+  wait 2>/dev/null || true
+  record "(interrupted)" FAIL - 1 0 "stopped by a signal"
+  TOTAL_FAILED=$((TOTAL_FAILED + 1))
+  finish 130
+}
+trap on_signal INT TERM
+
+# A step that passes or fails as a whole (setup, fmt, clippy, kat).
+check() { # name limit cmd...
+  local name="$1" limit="$2"
+  shift 2
+  section "$name"
+  local start=$SECONDS
+  run_logged "$name" "$limit" "$@"
+  local secs=$((SECONDS - start))
+  if [ "$RC" = 0 ]; then
+    record "$name" ok - - "$secs" ""
+    return 0
+  fi
+  record "$name" FAIL - 1 "$secs" "exit $RC"
+  TOTAL_FAILED=$((TOTAL_FAILED + 1))
+  ANY_FAILED=1
+  return 1
+}
+
+# Sums the `test result:` lines of a log. Prints "passed failed in_binary":
+# in_binary is the number executed by the binary whose cargo header
+# ("Running tests/x.rs (...)" or "Doc-tests crate") contains $2.
+count_tests() { # log binary
+  # Line 1 is the command itself.
+  sed '1d; s/\x1b\[[0-9;]*[A-Za-z]//g' "$1" | awk -v want="$2" '
+    # cargo: "     Running tests/web.rs (target/.../web-0123.wasm)"; not
+    # the browser runner line "Running headless tests in Chrome on `http://...`".
+    /^ +Running .* \([^()]*\)[[:space:]]*$/ { cur = $0; next }
+    /^ +Doc-tests [^ ]+[[:space:]]*$/ { cur = $0; next }
+    /test result: (ok|FAILED)\. [0-9]+ passed; [0-9]+ failed/ {
+      match($0, /[0-9]+ passed/); p = substr($0, RSTART, RLENGTH) + 0
+      match($0, /[0-9]+ failed/); f = substr($0, RSTART, RLENGTH) + 0
+      P += p; F += f
+      if (want != "" && index(cur, want) > 0) B += p + f
+    }
+    END { printf "%d %d %d\n", P, F, B }'
+}
+
+# A step that runs tests: fails on a non-zero exit, a failed test, zero tests
+# executed, or zero tests executed by the binary named $2 (if given).
+test_run() { # name binary limit cmd...
+  local name="$1" binary="$2" limit="$3"
+  shift 3
+  section "$name"
+  local start=$SECONDS
+  run_logged "$name" "$limit" "$@"
+  local secs=$((SECONDS - start)) passed failed in_bin
+  read -r passed failed in_bin < <(count_tests "$LOG" "$binary")
+  local notes=()
+  [ "$RC" = 0 ] || notes+=("exit $RC")
+  [ "$failed" = 0 ] || notes+=("$failed test(s) failed")
+  [ $((passed + failed)) -gt 0 ] || notes+=("executed zero tests")
+  if [ -n "$binary" ] && [ "$in_bin" = 0 ] && [ $((passed + failed)) -gt 0 ]; then
+    notes+=("executed zero tests in $binary")
+  fi
+  TOTAL_PASSED=$((TOTAL_PASSED + passed))
+  TOTAL_FAILED=$((TOTAL_FAILED + failed))
+  if [ "${#notes[@]}" = 0 ]; then
+    record "$name" ok "$passed" "$failed" "$secs" "${binary:+$binary: $in_bin}"
+    echo "--> $name: ok, $passed passed, $failed failed"
+    return 0
+  fi
+  # Count a step that failed without a failed test as one failure.
+  if [ "$failed" = 0 ]; then TOTAL_FAILED=$((TOTAL_FAILED + 1)); failed=1; fi
+  local why n
+  why="${notes[0]}"
+  for n in "${notes[@]:1}"; do why="$why; $n"; done
+  record "$name" FAIL "$passed" "$failed" "$secs" "$why"
+  echo "--> $name: FAILED ($why)"
+  ANY_FAILED=1
+  return 1
+}
+
+MIN=60
+
+# --- setup -------------------------------------------------------------------
+# Without the toolchain nothing below means anything, so this one is fatal.
+check setup $((45 * MIN)) bash scripts/setup.sh || finish 1
+
+if [ -n "${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-}${CARGO_BUILD_RUSTFLAGS:-}" ]; then
+  echo "RUSTFLAGS / CARGO_ENCODED_RUSTFLAGS / CARGO_BUILD_RUSTFLAGS is set; it would" >&2
+  echo "replace the +simd128 flags of .cargo/config.toml. Unset it and run again." >&2
+  record rustflags FAIL - 1 0 "RUSTFLAGS set in the environment"
+  TOTAL_FAILED=$((TOTAL_FAILED + 1))
+  finish 1
+fi
+
+# --- static checks -------------------------------------------------------------
+check fmt $((5 * MIN)) cargo fmt --check -- --color=never || true
+check clippy-x86_64 $((20 * MIN)) \
+  cargo clippy --all-targets -- -D warnings || true
+check clippy-aarch64 $((20 * MIN)) \
+  cargo clippy --all-targets --target aarch64-unknown-linux-gnu --features neon -- -D warnings || true
+# Benches are native only (criterion is not a wasm32 dependency).
+check clippy-wasm32 $((20 * MIN)) \
+  cargo clippy --lib --tests --target wasm32-unknown-unknown -- -D warnings || true
+if [ -f scripts/gen_kat.py ]; then
+  check kat $((10 * MIN)) python3 scripts/gen_kat.py --check || true
+fi
+
+# --- native (x86_64) -------------------------------------------------------------
+if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
+  NATIVE_ENV=(env BLINDMATCH_REQUIRE_BACKEND=avx2)
+else
+  echo "NOTE: this CPU has no AVX2; the native run tests the scalar backend only" >&2
+  NATIVE_ENV=(env)
+fi
+test_run native tests/native.rs $((30 * MIN)) \
+  "${NATIVE_ENV[@]}" cargo test --all-targets --no-fail-fast || true
+test_run native-doc "" $((15 * MIN)) \
+  "${NATIVE_ENV[@]}" cargo test --doc --no-fail-fast || true
+
+# --- aarch64 + NEON under qemu (.cargo/config.toml sets linker and runner) -------
+A64=(--target aarch64-unknown-linux-gnu --features neon)
+test_run aarch64 tests/native.rs $((40 * MIN)) \
+  env BLINDMATCH_REQUIRE_BACKEND=neon cargo test "${A64[@]}" --all-targets --no-fail-fast || true
+test_run aarch64-doc "" $((15 * MIN)) \
+  env BLINDMATCH_REQUIRE_BACKEND=neon cargo test "${A64[@]}" --doc --no-fail-fast || true
+
+# --- wasm32 + simd128 --------------------------------------------------------------
+# `--lib --test '*'` (passed to both cargo build and cargo test by wasm-pack)
+# leaves out the doc tests: on wasm32 they are built but the runner finds no
+# #[wasm_bindgen_test] in them and exits 0, so they would "pass" unrun.
+# Debug builds: the whole suite takes seconds in either runner.
+test_run wasm-node tests/node.rs $((30 * MIN)) \
+  env BLINDMATCH_REQUIRE_BACKEND=simd128 wasm-pack test --node -- --lib --test '*' || true
+test_run wasm-browser tests/web.rs $((30 * MIN)) \
+  env BLINDMATCH_REQUIRE_BACKEND=simd128 wasm-pack test --headless --chrome -- --lib --test '*' || true
+
+finish "$ANY_FAILED"
