@@ -7,6 +7,7 @@
 //! * [`Verifier`]: 1:1 on the server, with response hygiene.
 //! * [`Identifier`] and [`Gallery`]: 1:N against a service-key gallery.
 
+pub mod accuracy;
 pub mod client;
 mod identify;
 pub mod pack;
