@@ -209,6 +209,26 @@ where
     }
 }
 
+/// As [`par_map`], with per-thread scratch made by `init` and handed to `f`.
+pub(crate) fn par_map_init<T, S, R, E, I, F>(items: &[T], init: I, f: F) -> Result<Vec<R>, E>
+where
+    T: Sync,
+    R: Send,
+    E: Send,
+    I: Fn() -> S + Sync + Send,
+    F: Fn(&mut S, &T) -> Result<R, E> + Sync + Send,
+{
+    cfg_if::cfg_if! {
+        if #[cfg(target_arch = "wasm32")] {
+            let mut scratch = init();
+            items.iter().map(|x| f(&mut scratch, x)).collect()
+        } else {
+            use rayon::prelude::*;
+            items.par_iter().map_init(init, |s, x| f(s, x)).collect()
+        }
+    }
+}
+
 /// Extra per-plan tables that SIMD backends want, built once with the plan.
 #[derive(Default)]
 pub(crate) struct BackendTables {

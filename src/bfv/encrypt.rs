@@ -102,21 +102,40 @@ impl SecretKey {
         let limbs = ct.limbs();
         let plans = &self.params.plans_q()[..limbs];
         let n = self.params.degree();
-        let mut s = self.s_q(limbs);
         let mut x = ct.polys()[0].clone();
-        let mut s_pow = s.clone();
-        for (k, c) in ct.polys().iter().enumerate().skip(1) {
-            if k > 1 {
-                let prev = s_pow.clone();
-                s_pow.mul_from(&prev, &s, plans);
-            }
-            let mut t = RnsPoly::zero(n, limbs);
-            t.mul_from(c, &s_pow, plans);
-            x.add_assign(&t, plans);
+        // `s` has a limb for every prime of Q·P; the products read the first
+        // `limbs` of them.
+        x.mul_acc(&ct.polys()[1], &self.s, plans);
+        if let Some(c2) = ct.polys().get(2) {
+            let mut s2 = RnsPoly::zero(n, limbs);
+            s2.mul_from(&self.s, &self.s, plans);
+            x.mul_acc(c2, &s2, plans);
+            zeroize::Zeroize::zeroize(&mut s2);
         }
-        zeroize::Zeroize::zeroize(&mut s);
-        zeroize::Zeroize::zeroize(&mut s_pow);
         Ok(x.into_coeff(plans))
+    }
+
+    /// Decrypts only the coefficients at `positions` (each below n), in
+    /// `[0, t)`: the key holder's fast path when a few coefficients matter.
+    pub fn decrypt_coefficients(
+        &self,
+        ct: &Ciphertext,
+        positions: &[usize],
+    ) -> Result<Vec<u32>, BfvError> {
+        self.params.check(ct.params())?;
+        let n = self.params.degree();
+        if let Some(&p) = positions.iter().find(|&&p| p >= n) {
+            return Err(BfvError::TooManyValues {
+                what: "coefficient position",
+                max: n - 1,
+                actual: p,
+            });
+        }
+        let x = self.phase(ct)?;
+        Ok(positions
+            .iter()
+            .map(|&j| super::scaling::round_coeff_to_t(&self.params, &x, j))
+            .collect())
     }
 
     /// Invariant noise budget in bits (diagnostic, native tests and tools):

@@ -142,6 +142,34 @@ impl Evaluator {
         Ok(())
     }
 
+    /// `out = a · pt`, reusing `out`'s buffers (no allocation once `out` has
+    /// the shape of `a`): the hot path of 1:N identification.
+    pub fn multiply_plain_into(
+        &self,
+        a: &Ciphertext,
+        pt: &PlaintextNtt,
+        out: &mut Ciphertext,
+    ) -> Result<(), BfvError> {
+        self.params.check(a.params())?;
+        self.params.check(&pt.params)?;
+        let n = self.params.degree();
+        let l = a.limbs();
+        let plans = &self.params.plans_q()[..l];
+        out.params = self.params.clone();
+        out.seed = None;
+        out.polys.truncate(a.size());
+        while out.polys.len() < a.size() {
+            out.polys.push(RnsPoly::zero(n, l));
+        }
+        for (o, x) in out.polys.iter_mut().zip(&a.polys) {
+            if o.limbs() != l {
+                *o = RnsPoly::zero(n, l);
+            }
+            o.mul_from(x, &pt.poly, plans);
+        }
+        Ok(())
+    }
+
     /// `a · pt`.
     pub fn multiply_plain(&self, a: &Ciphertext, pt: &Plaintext) -> Result<Ciphertext, BfvError> {
         let p = self.prepare_plain(pt)?;

@@ -22,6 +22,8 @@ pub(crate) struct LevelConsts {
     pub theta: Vec<f64>,
     /// Q̃_i = (Q_l/q_i)^-1 mod q_i.
     pub q_tilde: Vec<u32>,
+    /// floor(2^64 / t), for reducing mod t.
+    pub t_barrett: u64,
 }
 
 impl LevelConsts {
@@ -59,6 +61,7 @@ impl LevelConsts {
             omega,
             theta,
             q_tilde,
+            t_barrett: u64::MAX / t as u64,
         }
     }
 }
@@ -74,29 +77,31 @@ pub(crate) fn reduce_u64_any(x: u64, t: u32, mu: u64) -> u32 {
 
 /// `round(t/Q · x) mod t` for each coefficient of `x`.
 pub(crate) fn round_to_t(params: &Params, x: &RnsPoly<Coeff>) -> Vec<u32> {
+    (0..params.degree())
+        .map(|j| round_coeff_to_t(params, x, j))
+        .collect()
+}
+
+/// `round(t/Q · x_j) mod t` for coefficient `j` of `x`.
+#[inline]
+pub(crate) fn round_coeff_to_t(params: &Params, x: &RnsPoly<Coeff>, j: usize) -> u32 {
     let l = x.limbs();
     let c = params.level(l);
     let t = params.plaintext_modulus();
-    let mu = u64::MAX / t as u64;
-    let n = params.degree();
-    let mut out = vec![0u32; n];
-    for (j, o) in out.iter_mut().enumerate() {
-        // Σ x_i·ω_i < L·2^30·2^30 and the floors < L·2^30: no overflow in u64
-        // for L < 16, so one reduction at the end suffices.
-        let mut int = 0u64;
-        let mut frac = 0f64;
-        for i in 0..l {
-            let xi = x.limb(i)[j] as u64;
-            int += xi * c.omega[i];
-            let p = xi as f64 * c.theta[i];
-            let fl = p.floor();
-            int += fl as u64;
-            frac += p - fl;
-        }
-        int += frac.round() as u64;
-        *o = reduce_u64_any(int, t, mu);
+    // Σ x_i·ω_i < L·2^30·2^30 and the floors < L·2^30: no overflow in u64
+    // for L < 16, so one reduction at the end suffices.
+    let mut int = 0u64;
+    let mut frac = 0f64;
+    for i in 0..l {
+        let xi = x.limb(i)[j] as u64;
+        int += xi * c.omega[i];
+        let p = xi as f64 * c.theta[i];
+        let fl = p.floor();
+        int += fl as u64;
+        frac += p - fl;
     }
-    out
+    int += frac.round() as u64;
+    reduce_u64_any(int, t, c.t_barrett)
 }
 
 /// `log2(Q / (2·t·‖x mod Q‖))`-style invariant noise budget (diagnostic).

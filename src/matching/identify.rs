@@ -8,7 +8,7 @@
 use crate::bfv::{Ciphertext, Evaluator, Params, PlaintextNtt, SecretKey};
 use crate::error::MatchError;
 
-use super::pack::{pack_probe, read_scores, templates_per_ciphertext};
+use super::pack::{pack_probe, score_position, templates_per_ciphertext};
 use super::quantize::Quantizer;
 
 /// Encrypted templates, `n/d` per ciphertext.
@@ -133,12 +133,30 @@ impl Identifier {
         let probe = self.prepare_probe(embedding)?;
         let dim = self.quantizer.dim();
         let per = templates_per_ciphertext(&self.params, dim);
-        let scores: Vec<Vec<i64>> = crate::backend::par_map(&gallery.cts, |ct| {
-            let mut c = ct.clone();
-            self.ev.multiply_plain_assign(&mut c, &probe)?;
-            let pt = sk.decrypt(&c)?;
-            read_scores(&self.params, dim, &pt, per)
-        })?;
+        let positions: Vec<usize> = (0..per).map(|k| score_position(dim, k)).collect();
+        let t = self.params.plaintext_modulus() as i64;
+        // Per-thread scratch: the product is written into the same buffers
+        // for every gallery ciphertext, and only the score coefficients are
+        // rounded.
+        let scores: Vec<Vec<i64>> = crate::backend::par_map_init(
+            &gallery.cts,
+            || Ciphertext::new(&self.params, Vec::new()),
+            |scratch, ct| {
+                self.ev.multiply_plain_into(ct, &probe, scratch)?;
+                let raw = sk.decrypt_coefficients(scratch, &positions)?;
+                Ok::<_, MatchError>(
+                    raw.into_iter()
+                        .map(|v| {
+                            if v as i64 > t / 2 {
+                                v as i64 - t
+                            } else {
+                                v as i64
+                            }
+                        })
+                        .collect(),
+                )
+            },
+        )?;
         let mut all: Vec<Match> = Vec::new();
         for (ci, s) in scores.iter().enumerate() {
             for (k, &score) in s.iter().enumerate().take(gallery.counts[ci]) {

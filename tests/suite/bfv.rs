@@ -408,3 +408,22 @@ suite_test! {
         assert!(ev.mod_switch_to_next(&ev.mod_switch_to(&prod, 1).unwrap()).is_err());
     }
 }
+
+suite_test! {
+    fn decrypting_selected_coefficients_matches_full_decryption() {
+        let params = Params::auth4096();
+        let mut rng = Rng::new(15);
+        let mut prng = seeded(15);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let coeff = CoefficientEncoder::new(&params);
+        let v = random_values(&mut rng, params.degree(), params.plaintext_modulus());
+        let ct = sk.encrypt_with(&coeff.encode(&v).unwrap(), &mut prng).unwrap();
+        let full = sk.decrypt(&ct).unwrap();
+        let positions = [0usize, 1, 127, 128, 4095, 2048, 7];
+        let some = sk.decrypt_coefficients(&ct, &positions).unwrap();
+        for (&p, &x) in positions.iter().zip(&some) {
+            assert_eq!(x, full.coeffs()[p], "position {p}");
+        }
+        assert!(sk.decrypt_coefficients(&ct, &[4096]).is_err());
+    }
+}

@@ -1,0 +1,110 @@
+//! Matching benchmarks at auth4096, d = 128.
+//!
+//! * `matching/verify` and `matching/verify_no_relin`: one 1:1 verification on
+//!   the server (multiply, optional relinearization, masking,
+//!   re-randomization, switching the reply down).
+//! * `matching/identify_scores_1core` and `matching/identify_scores_allcores`:
+//!   scoring a plaintext probe against a gallery of 100 000 templates (3 125
+//!   ciphertexts), on one core and on every core.
+//! * `matching/identify_full_allcores`: the same plus the key holder's
+//!   decryption and ranking.
+//! * `matching/client_encrypt_probe` and `matching/client_decrypt_scores`.
+
+use blindmatch::bfv::{Params, Prng, PublicKey, RelinKey, SecretKey};
+use blindmatch::matching::{client, Gallery, Identifier, Quantizer, Verifier};
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+
+const GALLERY_TEMPLATES: usize = 100_000;
+
+fn face(seed: usize) -> Vec<f32> {
+    (0..128)
+        .map(|i| ((((i + 1) * (seed + 3) * 7919) % 201) as f32) - 100.0)
+        .collect()
+}
+
+fn matching(c: &mut Criterion) {
+    let params = Params::auth4096();
+    let q = Quantizer::new(&params, 128).unwrap();
+    let mut rng = Prng::from_seed([3; 32]);
+    let sk = SecretKey::generate_with(&params, &mut rng);
+    let pk = PublicKey::new_with(&sk, &mut rng);
+    let rk = RelinKey::new_with(&sk, &mut rng);
+    let faces: Vec<Vec<f32>> = (0..32).map(face).collect();
+    let refs: Vec<&[f32]> = faces.iter().map(|f| f.as_slice()).collect();
+    let template = client::encrypt_templates(&sk, &q, &refs, &mut rng).unwrap();
+    let probe = client::encrypt_probe(&sk, &q, &faces[5], &mut rng).unwrap();
+    let verifier = Verifier::new(&params, 128).unwrap();
+    let reply = verifier
+        .verify_with(&template, &probe, &pk, Some(&rk), &mut rng)
+        .unwrap();
+
+    let mut g = c.benchmark_group("matching");
+    g.sample_size(20);
+    g.bench_function("verify", |b| {
+        b.iter(|| {
+            verifier
+                .verify_with(
+                    black_box(&template),
+                    black_box(&probe),
+                    &pk,
+                    Some(&rk),
+                    &mut rng,
+                )
+                .unwrap()
+        })
+    });
+    g.bench_function("verify_no_relin", |b| {
+        b.iter(|| {
+            verifier
+                .verify_with(black_box(&template), black_box(&probe), &pk, None, &mut rng)
+                .unwrap()
+        })
+    });
+    g.bench_function("client_encrypt_probe", |b| {
+        b.iter(|| client::encrypt_probe(&sk, &q, black_box(&faces[5]), &mut rng).unwrap())
+    });
+    g.bench_function("client_decrypt_scores", |b| {
+        b.iter(|| client::decrypt_scores(&sk, &q, black_box(&reply), 32).unwrap())
+    });
+
+    // A gallery of 100 000 templates under a service key.
+    let service_sk = SecretKey::generate_with(&params, &mut rng);
+    let service_pk = PublicKey::new_with(&service_sk, &mut rng);
+    let mut gallery = Gallery::new(&params, 128).unwrap();
+    let per = 32;
+    for _ in 0..GALLERY_TEMPLATES.div_ceil(per) {
+        let ct = client::encrypt_templates_public(&service_pk, &q, &refs, &mut rng).unwrap();
+        gallery.push(ct, per).unwrap();
+    }
+    let id = Identifier::new(&params, 128).unwrap();
+    let prepared = id.prepare_probe(&faces[7]).unwrap();
+    g.sample_size(10);
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    g.bench_function("identify_scores_1core", |b| {
+        b.iter(|| {
+            one.install(|| {
+                id.score_ciphertexts(black_box(&gallery), &prepared)
+                    .unwrap()
+            })
+        })
+    });
+    g.bench_function("identify_scores_allcores", |b| {
+        b.iter(|| {
+            id.score_ciphertexts(black_box(&gallery), &prepared)
+                .unwrap()
+        })
+    });
+    g.bench_function("identify_full_allcores", |b| {
+        b.iter(|| {
+            id.identify(black_box(&gallery), &service_sk, &faces[7], 5)
+                .unwrap()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, matching);
+criterion_main!(benches);
