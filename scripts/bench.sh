@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # blindmatch benchmarks (not tests): criterion benches for the native NTT and
-# pointwise kernels against tfhe-ntt on the same prime, BFV operations against
-# Microsoft SEAL 4.x (tenseal.sealapi, in a venv this script creates), and a
-# Node bench of the wasm build with and without simd128.
+# pointwise kernels against tfhe-ntt on the same prime, BFV operations and the
+# matching circuits against Microsoft SEAL 4.x (tenseal.sealapi, in a venv
+# this script creates), sizes on the wire, and a Node bench of the wasm build
+# with and without simd128.
 #
 # Writes bench/results.tsv (area, op, ours_us, peer, peer_us, ratio; ratio =
 # peer_us / ours_us, so > 1 means blindmatch is faster) and bench/REPORT.md.
@@ -26,7 +27,11 @@ fi
 
 echo "== native: criterion (cargo bench --bench ntt --bench bfv) =="
 rm -rf target/criterion
-cargo bench --bench ntt --bench bfv -- "${CRIT_ARGS[@]}" 2>&1 | grep -E '^(forward|inverse|mul|mul_acc|bfv)/|time:' || true
+cargo bench --bench ntt --bench bfv --bench matching -- "${CRIT_ARGS[@]}" 2>&1 | grep -E '^(forward|inverse|mul|mul_acc|bfv|matching)/|time:' || true
+
+echo "== sizes on the wire =="
+SIZE_ROWS="$(cargo run --quiet --release --example sizes)"
+echo "$SIZE_ROWS"
 
 echo "== Microsoft SEAL (through tenseal.sealapi, same machine, same run) =="
 SEAL_PY="$(bash scripts/seal_env.sh)"
@@ -49,7 +54,7 @@ WASM_ROWS="$(node bench/wasm_ntt.mjs "$WASM_TMP/simd" "$WASM_TMP/baseline" $([ "
 echo "$WASM_ROWS"
 
 COMMAND="scripts/bench.sh$([ "$QUICK" = 1 ] && echo ' --quick')"
-SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
+SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo
 cat bench/results.tsv
 echo

@@ -37,6 +37,13 @@ def cmd(*args):
 
 
 rows = []  # (area, op, ours_us, peer, peer_us)
+
+# Our matching benchmark -> the SEAL figure it is compared with.
+MATCHING_PEERS = [
+    ("verify", "multiply_relin"),
+    ("verify_no_relin", "multiply"),
+    ("identify_scores_1core", "identify_scores_1core"),
+]
 butterflies = []
 for n in (2048, 4096, 8192):
     log_n = n.bit_length() - 1
@@ -63,6 +70,12 @@ for line in os.environ.get("SEAL_ROWS", "").splitlines():
     ours = median_us("bfv", parts[1], "")
     if ours is not None:
         rows.append(("bfv", parts[1], ours, "seal", float(parts[2])))
+    # Matching rows: our circuit next to SEAL's closest computation.
+    for ours_op, seal_op in MATCHING_PEERS:
+        if parts[1] == seal_op:
+            ours = median_us("matching", ours_op, "")
+            if ours is not None:
+                rows.append(("matching", ours_op, ours, f"seal:{seal_op}", float(parts[2])))
 
 for line in os.environ.get("WASM_ROWS", "").splitlines():
     area, op, ours, peer_us, _ = line.split("\t")
@@ -107,6 +120,43 @@ md = [
 for line in tsv[1:]:
     area, op, ours, peer, peer_us, ratio = line.split("\t")
     md.append(f"| {area} | {op} | {ours} | {peer} | {peer_us} | {ratio} |")
+seal = {}
+for line in os.environ.get("SEAL_ROWS", "").splitlines():
+    parts = line.split("\t")
+    if len(parts) == 3:
+        seal[parts[1]] = parts[2]
+ours_sizes = {}
+for line in os.environ.get("SIZE_ROWS", "").splitlines():
+    parts = line.split("\t")
+    if len(parts) == 3:
+        ours_sizes[parts[1]] = parts[2]
+
+md += ["", "## 1:N identify throughput (100 000 templates, d = 128, plaintext probe)", "",
+       "| who | cores | time for the gallery (ms) | template comparisons per second |",
+       "|---|---:|---:|---:|"]
+for op, who, cores in (("identify_scores_1core", "blindmatch", "1"),
+                       ("identify_scores_allcores", "blindmatch", str(os.cpu_count())),
+                       ("identify_full_allcores", "blindmatch, with decryption and ranking", str(os.cpu_count()))):
+    us = median_us("matching", op, "")
+    if us:
+        md.append(f"| {who} | {cores} | {us / 1000:.1f} | {100000 / (us / 1e6):,.0f} |")
+if "identify_scores_1core" in seal:
+    us = float(seal["identify_scores_1core"])
+    md.append(f"| Microsoft SEAL (multiply_plain, NTT form) | 1 | {us / 1000:.1f} | {100000 / (us / 1e6):,.0f} |")
+
+md += ["", "## Sizes on the wire (bytes, auth4096 vs SEAL at its default 128-bit modulus)", "",
+       "| object | blindmatch | SEAL |", "|---|---:|---:|"]
+for name, seal_name in (("size_ct_secret_seeded", "size_ct_secret_seeded_zstd"),
+                        ("size_ct_public", "size_ct_public_zstd"),
+                        ("size_public_key", "size_public_key"),
+                        ("size_relin_key", "size_relin_key")):
+    if name in ours_sizes:
+        md.append(f"| {name[5:]} | {ours_sizes[name]} | {seal.get(seal_name, 'n/a')} ({seal_name[5:]}) |")
+if any(k.startswith("noise_") for k in seal):
+    md += ["", "SEAL's invariant noise budgets for the same inputs (bits): " +
+           ", ".join(f"{k[6:]} {v}" for k, v in seal.items() if k.startswith("noise_")) +
+           "; ours are in docs/PARAMETERS.md."]
+
 md += ["", "## ns per butterfly (n/2 · log2 n butterflies per transform)", "",
        "| transform | n | backend | ns/butterfly |", "|---|---:|---|---:|"]
 for group, n, b, ns in butterflies:

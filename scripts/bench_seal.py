@@ -133,6 +133,10 @@ class Timer:
         return value
 
 
+# 100 000 templates of dimension 128, 32 per ciphertext.
+GALLERY_CTS = 3125
+
+
 def make_context():
     parms = seal.EncryptionParameters(seal.SCHEME_TYPE.BFV)
     parms.set_poly_modulus_degree(N)
@@ -339,6 +343,19 @@ def main():
     timer.run("multiply_plain", lambda: ev.multiply_plain(ca, pb, out))
     timer.run("multiply_plain_ntt", lambda: ev.multiply_plain(ca_ntt, pb_ntt, out_ntt))
     timer.run("rotate_rows", lambda: ev.rotate_rows(ca, 1, gk, out))
+
+    # The packed 1:N computation: a plaintext probe (in NTT form) times every
+    # ciphertext of a gallery of 100 000 templates at d = 128 (3 125
+    # ciphertexts in NTT form, 32 templates each), one core.
+    gallery = [seal.Ciphertext(ca_ntt) for _ in range(GALLERY_CTS)]
+    scores = [seal.Ciphertext(ctx) for _ in range(GALLERY_CTS)]
+
+    def identify_scores():
+        for g, o in zip(gallery, scores):
+            ev.multiply_plain(g, pb_ntt, o)
+
+    timer.run("identify_scores_1core", identify_scores)
+    del gallery, scores
     timer.run("add", lambda: ev.add(ca, cb, out))
 
     # ------------------------------------------------------------------ sizes
