@@ -181,6 +181,21 @@ impl Evaluator {
     /// `a · b`: a ciphertext of size 3 (decryptable as is, or relinearized
     /// back to size 2). Both inputs must be of size 2 over all of Q.
     pub fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, BfvError> {
+        let plans_q = self.params.plans_q();
+        let out = self
+            .multiply_to_coeff(a, b)?
+            .into_iter()
+            .map(|d| d.into_ntt(plans_q))
+            .collect();
+        Ok(Ciphertext::new(&self.params, out))
+    }
+
+    /// The scaled tensor `(d0, d1, d2)` of `a · b` in coefficient form over Q.
+    fn multiply_to_coeff(
+        &self,
+        a: &Ciphertext,
+        b: &Ciphertext,
+    ) -> Result<Vec<RnsPoly<super::poly::Coeff>>, BfvError> {
         self.check_pair("multiply", a, b)?;
         for c in [a, b] {
             if c.size() != 2 {
@@ -240,9 +255,9 @@ impl Evaluator {
             let b_coeff = b_part.into_coeff(plans_b);
             let mut r = vec![0u32; l * n];
             mc.scale_round_to_q(q_coeff.as_slice(), b_coeff.as_slice(), &mut r, n);
-            out.push(RnsPoly::<super::poly::Coeff>::from_raw(r, n).into_ntt(plans_q));
+            out.push(RnsPoly::<super::poly::Coeff>::from_raw(r, n));
         }
-        Ok(Ciphertext::new(&self.params, out))
+        Ok(out)
     }
 
     /// Relinearizes a size-3 ciphertext to size 2 (a size-2 input is
@@ -272,15 +287,26 @@ impl Evaluator {
         Ok(Ciphertext::new(&self.params, vec![c0, c1]))
     }
 
-    /// `a · b`, relinearized.
+    /// `a · b`, relinearized. Fused: `d2` goes to key switching straight
+    /// from coefficient form, saving its transforms there and back.
     pub fn multiply_relin(
         &self,
         a: &Ciphertext,
         b: &Ciphertext,
         rk: &RelinKey,
     ) -> Result<Ciphertext, BfvError> {
-        let prod = self.multiply(a, b)?;
-        self.relinearize(&prod, rk)
+        self.params.check(rk.params())?;
+        let plans = self.params.plans_q();
+        let mut d = self.multiply_to_coeff(a, b)?;
+        let d2 = d.pop().expect("three parts");
+        let d1 = d.pop().expect("three parts");
+        let d0 = d.pop().expect("three parts");
+        let (u0, u1) = rk.ksw.apply(&self.params, &d2);
+        let mut c0 = d0.into_ntt(plans);
+        let mut c1 = d1.into_ntt(plans);
+        c0.add_assign(&u0, plans);
+        c1.add_assign(&u1, plans);
+        Ok(Ciphertext::new(&self.params, vec![c0, c1]))
     }
 
     fn check_top_level(&self, op: &'static str, ct: &Ciphertext) -> Result<(), BfvError> {

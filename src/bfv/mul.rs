@@ -105,7 +105,9 @@ impl BaseConv {
             }
         }
         for (kk, &vv) in k.iter_mut().zip(&v) {
-            *kk = vv.round() as u32;
+            // v >= 0: adding 0.5 and truncating rounds, and the cast
+            // compiles to one instruction where `round` is a libm call.
+            *kk = (vv + 0.5) as u32;
         }
         let mut acc = vec![0u64; n];
         for (j, m) in self.to.iter().enumerate() {
@@ -229,13 +231,14 @@ impl MulConsts {
                 .zip(&d_q[i * n..(i + 1) * n])
             {
                 let p = d as f64 * theta;
-                let fl = p.floor();
-                *iv += fl as u64;
-                *fv += p - fl;
+                // p >= 0, so truncation is the floor.
+                let fl = p as u64;
+                *iv += fl;
+                *fv += p - fl as f64;
             }
         }
         for (iv, &fv) in int.iter_mut().zip(&frac) {
-            *iv += fv.round() as u64;
+            *iv += (fv + 0.5) as u64;
         }
         let mut z = vec![0u32; kb * n];
         let mut acc = vec![0u64; n];

@@ -96,11 +96,12 @@ pub(crate) fn round_coeff_to_t(params: &Params, x: &RnsPoly<Coeff>, j: usize) ->
         let xi = x.limb(i)[j] as u64;
         int += xi * c.omega[i];
         let p = xi as f64 * c.theta[i];
-        let fl = p.floor();
-        int += fl as u64;
-        frac += p - fl;
+        // p >= 0: truncation is the floor (and avoids a libm call).
+        let fl = p as u64;
+        int += fl;
+        frac += p - fl as f64;
     }
-    int += frac.round() as u64;
+    int += (frac + 0.5) as u64;
     reduce_u64_any(int, t, c.t_barrett)
 }
 

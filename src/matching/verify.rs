@@ -73,10 +73,10 @@ impl Verifier {
                 return Err(MatchError::TransparentCiphertext);
             }
         }
-        let mut product = self.ev.multiply(template, probe)?;
-        if let Some(rk) = rk {
-            product = self.ev.relinearize(&product, rk)?;
-        }
+        let mut product = match rk {
+            Some(rk) => self.ev.multiply_relin(template, probe, rk)?,
+            None => self.ev.multiply(template, probe)?,
+        };
         self.ev.add_plain_assign(&mut product, &self.mask(rng)?)?;
         let zero =
             user_pk.encrypt_with(&CoefficientEncoder::new(&self.params).encode(&[])?, rng)?;
