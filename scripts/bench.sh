@@ -25,7 +25,7 @@ else
   CRIT_ARGS=(--warm-up-time 1 --measurement-time 3)
 fi
 
-echo "== native: criterion (cargo bench --bench ntt --bench bfv) =="
+echo "== native: criterion (cargo bench --bench ntt --bench bfv --bench matching) =="
 rm -rf target/criterion
 cargo bench --bench ntt --bench bfv --bench matching -- "${CRIT_ARGS[@]}" 2>&1 | grep -E '^(forward|inverse|mul|mul_acc|bfv|matching)/|time:' || true
 
