@@ -347,7 +347,14 @@ def main():
     # The packed 1:N computation: a plaintext probe (in NTT form) times every
     # ciphertext of a gallery of 100 000 templates at d = 128 (3 125
     # ciphertexts in NTT form, 32 templates each), one core.
-    gallery = [seal.Ciphertext(ca_ntt) for _ in range(GALLERY_CTS)]
+    # tenseal binds no copy constructor: negate() writes an independent
+    # ciphertext of the same shape (NTT form kept).
+    gallery = []
+    for _ in range(GALLERY_CTS):
+        g = seal.Ciphertext(ctx)
+        ev.negate(ca_ntt, g)
+        gallery.append(g)
+    assert gallery[0].is_ntt_form()
     scores = [seal.Ciphertext(ctx) for _ in range(GALLERY_CTS)]
 
     def identify_scores():
