@@ -1,7 +1,7 @@
 //! 1:N identification against a gallery encrypted under a service key.
 //!
 //! Gallery templates are public-key encryptions, `n/d` per ciphertext, kept in
-//! the NTT domain. A plaintext probe is lifted and transformed once; each
+//! the NTT domain and switched down to all but one ciphertext prime. A plaintext probe is lifted and transformed once; each
 //! gallery ciphertext then costs one pointwise product per polynomial and
 //! prime. The key holder decrypts the score ciphertexts and keeps the best.
 
@@ -15,7 +15,9 @@ use super::quantize::Quantizer;
 #[derive(Clone, Debug)]
 pub struct Gallery {
     params: Params,
+    ev: Evaluator,
     dim: usize,
+    stored_limbs: usize,
     cts: Vec<Ciphertext>,
     counts: Vec<usize>,
 }
@@ -38,7 +40,9 @@ impl Gallery {
         Quantizer::new(params, dim)?;
         Ok(Self {
             params: params.clone(),
+            ev: Evaluator::new(params),
             dim,
+            stored_limbs: params.limbs().saturating_sub(1).max(1),
             cts: Vec::new(),
             counts: Vec::new(),
         })
@@ -62,6 +66,11 @@ impl Gallery {
                 expected: "2, at the top level",
             }));
         }
+        // Stored switched down to all but one prime: a third less memory and
+        // work per probe, and a fresh ciphertext keeps ample budget for one
+        // plaintext product there (tests/suite/matching.rs checks exact
+        // scores on extreme inputs).
+        let ct = self.ev.mod_switch_to(&ct, self.stored_limbs)?;
         let first = self.cts.len() * max;
         self.cts.push(ct);
         self.counts.push(count);

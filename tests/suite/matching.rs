@@ -240,5 +240,32 @@ suite_test! {
             assert_eq!(m.score, dot(&q.quantize(&people[who]).unwrap(), &pq));
         }
         assert!(matches.windows(2).all(|w| w[0].score >= w[1].score));
+
+        // Worst-case inputs: a ciphertext of extreme templates, probed by each
+        // extreme in turn; every score is exact.
+        let mut extremes = extreme_embeddings(d);
+        while extremes.len() < 32 {
+            extremes.push(embedding(&mut rng, d));
+        }
+        let refs: Vec<&[f32]> = extremes.iter().map(|e| e.as_slice()).collect();
+        let mut worst = Gallery::new(&params, d).unwrap();
+        worst.push(client::encrypt_templates_public(&service_pk, &q, &refs, &mut prng).unwrap(), 32).unwrap();
+        let tq: Vec<Vec<i32>> = extremes.iter().map(|e| q.quantize(e).unwrap()).collect();
+        let mut worst_budget = f64::INFINITY;
+        for probe in extreme_embeddings(d) {
+            let pq = q.quantize(&probe).unwrap();
+            let all = id.identify(&worst, &service_sk, &probe, 32).unwrap();
+            assert_eq!(all.len(), 32);
+            for m in all {
+                assert_eq!(m.score, dot(&tq[m.index], &pq), "template {}", m.index);
+            }
+            let prepared = id.prepare_probe(&probe).unwrap();
+            for ct in id.score_ciphertexts(&worst, &prepared).unwrap() {
+                let budget = service_sk.noise_budget(&ct).unwrap();
+                assert!(budget > 8.0, "identify margin {budget}");
+                worst_budget = worst_budget.min(budget);
+            }
+        }
+        eprintln!("identify on extreme inputs, gallery over 2 primes: worst budget {worst_budget:.1} bits");
     }
 }
