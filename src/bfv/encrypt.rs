@@ -52,14 +52,16 @@ pub(crate) fn encrypt_zero_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng) -> Z
     ZeroSk { c0, c1: a, seed }
 }
 
-/// `Δ·m` in each limb, where Δ = floor(Q/t), as a coefficient-domain poly.
+/// `Δ·m` in each of the first `limbs` limbs, where Δ = floor(Q_l/t) for the
+/// product Q_l of those primes, as a coefficient-domain poly.
 pub(crate) fn scaled_message(params: &Params, pt: &Plaintext, limbs: usize) -> RnsPoly<Coeff> {
     let n = params.degree();
     let mut out = RnsPoly::zero(n, limbs);
     for i in 0..limbs {
         let plan = &params.plans_q()[i];
         let m = plan.modulus();
-        let delta = params.delta_mod(i);
+        // Δ of the ciphertext's own level: floor(Q_l/t) for its first l primes.
+        let delta = params.level(limbs).delta[i];
         let w = m.shoup(delta);
         for (x, &v) in out.limb_mut(i).iter_mut().zip(pt.coeffs()) {
             *x = m.mul_shoup(v, w);

@@ -303,10 +303,6 @@ impl Params {
         &self.0.levels[l - 1]
     }
 
-    /// floor(Q/t) mod q_i, for the full Q.
-    pub(crate) fn delta_mod(&self, i: usize) -> u32 {
-        self.level(self.limbs()).delta[i]
-    }
 
     /// Constants for ciphertext multiplication.
     pub(crate) fn mul_consts(&self) -> &MulConsts {

@@ -427,3 +427,24 @@ suite_test! {
         assert!(sk.decrypt_coefficients(&ct, &[4096]).is_err());
     }
 }
+
+suite_test! {
+    fn add_plain_works_at_every_level() {
+        let params = Params::auth4096();
+        let t = params.plaintext_modulus();
+        let mut rng = Rng::new(16);
+        let mut prng = seeded(16);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let ev = Evaluator::new(&params);
+        let batch = BatchEncoder::new(&params).unwrap();
+        let a = random_values(&mut rng, params.degree(), t);
+        let b = random_values(&mut rng, params.degree(), t);
+        let ct = sk.encrypt_with(&batch.encode(&a).unwrap(), &mut prng).unwrap();
+        let want: Vec<i64> = a.iter().zip(&b).map(|(x, y)| modt(x + y, t)).collect();
+        for limbs in (1..=params.limbs()).rev() {
+            let mut c = ev.mod_switch_to(&ct, limbs).unwrap();
+            ev.add_plain_assign(&mut c, &batch.encode(&b).unwrap()).unwrap();
+            assert!(batch.decode(&sk.decrypt(&c).unwrap()).unwrap() == want, "at {limbs} primes");
+        }
+    }
+}

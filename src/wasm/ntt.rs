@@ -1,5 +1,4 @@
-//! The JavaScript facade (wasm32 only). Errors become JS `Error`s here and
-//! nowhere else.
+//! The NTT for JavaScript (benchmarks and experiments).
 
 use wasm_bindgen::prelude::*;
 

@@ -1,0 +1,24 @@
+import type { Scores } from './blindmatch.js';
+import type { InitOptions, InitResult } from './index.js';
+
+/** A handle to keys that live in the worker's wasm memory. */
+export type KeysHandle = number;
+
+/** Promise-based access to blindmatch/worker (keygen, encryption, decryption off the main thread). */
+export class BlindmatchWorker {
+  private constructor();
+  /** Starts the worker (browser Worker or Node worker_threads) and loads the wasm module in it. */
+  static create(options?: { url?: URL | string; init?: Omit<InitOptions, 'wasm'> & { wasm?: URL | string } }): Promise<BlindmatchWorker>;
+  /** Which build the worker loaded. */
+  info: InitResult;
+  generate(preset?: 'auth4096'): Promise<KeysHandle>;
+  fromSecretKey(secretKey: Uint8Array, preset?: 'auth4096'): Promise<KeysHandle>;
+  exportSecretKey(handle: KeysHandle): Promise<Uint8Array>;
+  publicKey(handle: KeysHandle): Promise<Uint8Array>;
+  relinKey(handle: KeysHandle): Promise<Uint8Array>;
+  encryptTemplates(handle: KeysHandle, embeddings: Float32Array[], dim?: number): Promise<Uint8Array>;
+  encryptProbe(handle: KeysHandle, embedding: Float32Array, dim?: number): Promise<Uint8Array>;
+  decryptScores(handle: KeysHandle, reply: Uint8Array, count?: number, dim?: number): Promise<Scores>;
+  free(handle: KeysHandle): Promise<null>;
+  terminate(): void;
+}

@@ -1,0 +1,127 @@
+// BlindmatchWorker: a promise-based wrapper around blindmatch/worker, so a
+// page runs key generation, encryption and decryption off the main thread.
+//
+//   const w = await BlindmatchWorker.create();
+//   const keys = await w.generate();             // a handle; the secret stays in the worker
+//   const pk = await w.publicKey(keys);
+//   const probe = await w.encryptProbe(keys, embedding, 128);
+//   const { scores, cosines } = await w.decryptScores(keys, reply, 1);
+//   w.terminate();
+
+function toError(e) {
+  const err = new Error(e?.message ?? 'blindmatch worker error');
+  if (e?.name) err.name = e.name;
+  return err;
+}
+
+export class BlindmatchWorker {
+  #worker;
+  #pending = new Map();
+  #next = 1;
+  #off;
+
+  constructor(worker, kind) {
+    this.#worker = worker;
+    const onMessage = (data) => {
+      const p = this.#pending.get(data?.id);
+      if (!p) return;
+      this.#pending.delete(data.id);
+      if (data.ok) p.resolve(data.result);
+      else p.reject(toError(data.error));
+    };
+    const onError = (e) => {
+      const err = e instanceof Error ? e : new Error(e?.message ?? 'blindmatch worker failed');
+      for (const p of this.#pending.values()) p.reject(err);
+      this.#pending.clear();
+    };
+    if (kind === 'node') {
+      worker.on('message', onMessage);
+      worker.on('error', onError);
+      this.#off = () => {
+        worker.off('message', onMessage);
+        worker.off('error', onError);
+      };
+    } else {
+      worker.addEventListener('message', (e) => onMessage(e.data));
+      worker.addEventListener('error', onError);
+      this.#off = () => {};
+    }
+  }
+
+  /**
+   * Starts the worker and loads the wasm module in it.
+   * @param {object} [options] `{ url, init }`: the worker script's URL
+   *   (default: this package's worker.js) and options for `init()`.
+   */
+  static async create(options = {}) {
+    const url = options.url ?? new URL('./worker.js', import.meta.url);
+    let w;
+    const isNode = typeof process === 'object' && process !== null && !!process.versions?.node;
+    if (!isNode && typeof globalThis.Worker === 'function') {
+      w = new BlindmatchWorker(new globalThis.Worker(url, { type: 'module' }), 'web');
+    } else {
+      const wtName = 'node:worker_threads';
+      const { Worker } = await import(/* @vite-ignore */ /* webpackIgnore: true */ wtName);
+      w = new BlindmatchWorker(new Worker(url), 'node');
+    }
+    try {
+      w.info = await w.#call('init', [options.init ?? {}]);
+    } catch (e) {
+      w.terminate();
+      throw e;
+    }
+    return w;
+  }
+
+  #call(op, args, transfer = []) {
+    return new Promise((resolve, reject) => {
+      const id = this.#next++;
+      this.#pending.set(id, { resolve, reject });
+      try {
+        this.#worker.postMessage({ id, op, args }, transfer);
+      } catch (e) {
+        this.#pending.delete(id);
+        reject(e);
+      }
+    });
+  }
+
+  /** Fresh keys in the worker; resolves to a handle. */
+  async generate(preset = 'auth4096') {
+    return (await this.#call('generate', [preset])).handle;
+  }
+  /** Keys from an exported secret key; resolves to a handle. */
+  async fromSecretKey(secretKey, preset = 'auth4096') {
+    return (await this.#call('fromSecretKey', [preset, secretKey])).handle;
+  }
+  /** The secret key's bytes (for the owner's own storage only). */
+  exportSecretKey(handle) {
+    return this.#call('exportSecretKey', [handle]);
+  }
+  publicKey(handle) {
+    return this.#call('publicKey', [handle]);
+  }
+  relinKey(handle) {
+    return this.#call('relinKey', [handle]);
+  }
+  encryptTemplates(handle, embeddings, dim = 128) {
+    return this.#call('encryptTemplates', [handle, embeddings, dim]);
+  }
+  encryptProbe(handle, embedding, dim = 128) {
+    return this.#call('encryptProbe', [handle, embedding, dim]);
+  }
+  decryptScores(handle, reply, count, dim) {
+    return this.#call('decryptScores', [handle, reply, count, dim]);
+  }
+  /** Frees (and zeroizes) the keys behind a handle. */
+  free(handle) {
+    return this.#call('free', [handle]);
+  }
+  /** Stops the worker; pending calls are rejected. */
+  terminate() {
+    for (const p of this.#pending.values()) p.reject(new Error('blindmatch worker terminated'));
+    this.#pending.clear();
+    this.#off();
+    this.#worker.terminate();
+  }
+}

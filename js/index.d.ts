@@ -1,0 +1,27 @@
+// The wasm-bindgen classes declare `[Symbol.dispose]()` (`using` support),
+// which needs TypeScript 5.2+ and this lib, whatever the user's `lib` is.
+/// <reference lib="esnext.disposable" />
+// Types of the package entry: the wasm-bindgen API (generated) plus init().
+export * from './blindmatch.js';
+export { BlindmatchWorker } from './client.js';
+
+/** Whether this engine supports WebAssembly 128-bit SIMD. */
+export function simdSupported(): boolean;
+
+export interface InitOptions {
+  /** Force the simd128 (true) or baseline (false) build; default: detect. */
+  simd?: boolean;
+  /** Load the .wasm from here instead of the package's own file. */
+  wasm?: URL | string | Response | BufferSource | WebAssembly.Module;
+}
+
+export interface InitResult {
+  simd: boolean;
+  build: 'simd128' | 'baseline';
+}
+
+/**
+ * Loads the wasm module (simd128 when supported); call once before anything
+ * else. Later calls return the first call's result.
+ */
+export function init(options?: InitOptions): Promise<InitResult>;

@@ -1,0 +1,57 @@
+// Compiled with `tsc --noEmit` by tests/js/types.test.mjs against the built
+// package (resolved through its package.json "exports" and "types"), so the
+// declarations shipped with the package are checked as a user's code sees them.
+import {
+  init,
+  simdSupported,
+  Params,
+  Keys,
+  PublicKeyEncryptor,
+  Verifier,
+  SecretKey,
+  BatchEncoder,
+  Evaluator,
+  Ciphertext,
+  BlindmatchWorker,
+  type Scores,
+  type InitResult,
+} from 'blindmatch';
+
+async function main(): Promise<void> {
+  const r: InitResult = await init({ simd: simdSupported() });
+  const build: 'simd128' | 'baseline' = r.build;
+  const params = Params.auth4096();
+  const n: number = params.degree + params.plaintextModulus;
+  const id: string = params.id;
+  const keys = Keys.generate(params);
+  const secret: Uint8Array = keys.exportSecretKey();
+  const again: Keys = Keys.fromSecretKey(params, secret);
+  const pk: Uint8Array = keys.publicKey();
+  const rk: Uint8Array = keys.relinKey();
+  const emb = new Float32Array(128);
+  const tmpl: Uint8Array = keys.encryptTemplates([emb, emb], 128);
+  const probe: Uint8Array = keys.encryptProbe(emb, 128);
+  const reply: Uint8Array = new Verifier(params, 128).verify(tmpl, probe, pk, rk);
+  const s: Scores = keys.decryptScores(reply);
+  const s2: Scores = again.decryptScores(reply, 2, 128);
+  const first: number = s.scores[0] + s.cosines[0] + s2.scores.length;
+  const svc: Uint8Array = PublicKeyEncryptor.fromPublicKey(params, pk).encryptTemplates([emb], 128);
+
+  const sk = SecretKey.generate(params);
+  const enc = new BatchEncoder(params);
+  const ev = new Evaluator(params);
+  const ct: Ciphertext = ev.relinearize(ev.multiply(sk.encrypt(enc.encode([1, 2])), sk.publicKey().encrypt(enc.encode(new Int32Array([3])))), sk.relinKey());
+  const slots: Int32Array = enc.decode(sk.decrypt(ct));
+  const wide: BigInt64Array = enc.decodeBigInt64(sk.decrypt(ev.multiplyPlain(ct, enc.encode(new BigInt64Array([2n])))));
+  const bytes: Uint8Array = Ciphertext.fromBytes(params, ct.toBytes()).toBytes();
+  sk.free();
+  keys.free();
+
+  const w = await BlindmatchWorker.create();
+  const h = await w.generate();
+  const ws: Scores = await w.decryptScores(h, await w.encryptProbe(h, emb, 128));
+  w.terminate();
+  console.log(build, n, id, first, svc.length, slots[0], wide[0], bytes.length, ws.scores);
+}
+
+void main;

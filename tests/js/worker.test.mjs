@@ -1,0 +1,70 @@
+// blindmatch/worker through BlindmatchWorker, in Node's worker_threads:
+// keygen, encryption and decryption in the worker, verification here.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { importPackage, exportUrl, embedding, quantize, dot } from './pkg.mjs';
+
+const bm = await importPackage();
+await bm.init();
+
+test('the worker entry is the package export ./worker', () => {
+  assert.match(exportUrl('./worker').href, /\/worker\.js$/);
+});
+
+test('keygen, encrypt and decrypt in a worker, promise-based', async () => {
+  const w = await bm.BlindmatchWorker.create();
+  try {
+    assert.deepEqual(w.info, { simd: true, build: 'simd128' });
+    const params = bm.Params.auth4096();
+    const h = await w.generate();
+    const pk = await w.publicKey(h);
+    assert.ok(pk instanceof Uint8Array);
+    assert.equal(pk.length, 44592);
+    const e = [embedding(1), embedding(2), embedding(3)];
+    const template = await w.encryptTemplates(h, e, 128);
+    const probe = await w.encryptProbe(h, e[2], 128);
+    const reply = new bm.Verifier(params, 128).verify(template, probe, pk, await w.relinKey(h));
+    const r = await w.decryptScores(h, reply, 3);
+    const b = quantize(e[2]);
+    assert.deepEqual(r.scores, e.map((x) => dot(quantize(x), b)));
+    // Restoring from the exported secret key gives the same key.
+    const secret = await w.exportSecretKey(h);
+    const h2 = await w.fromSecretKey(secret);
+    assert.deepEqual(await w.exportSecretKey(h2), secret);
+    assert.deepEqual((await w.decryptScores(h2, reply, 3)).scores, r.scores);
+    // Several calls in flight at once resolve to their own results.
+    const many = await Promise.all([1, 2, 3, 4].map((i) => w.encryptProbe(h, embedding(i), 128)));
+    assert.equal(new Set(many.map((b) => b.length)).size, 1);
+    await w.free(h);
+    await w.free(h2);
+  } finally {
+    w.terminate();
+  }
+});
+
+test('worker errors reject with an Error and the worker keeps working', async () => {
+  const w = await bm.BlindmatchWorker.create({ init: { simd: false } });
+  try {
+    assert.equal(w.info.build, 'baseline');
+    const h = await w.generate();
+    const bad = Float32Array.from(embedding(1));
+    bad[9] = NaN;
+    await assert.rejects(w.encryptProbe(h, bad, 128), (e) => e instanceof Error && /component 9.*finite/.test(e.message));
+    await assert.rejects(w.fromSecretKey(new Uint8Array(3)), /Keys\.fromSecretKey/);
+    await assert.rejects(w.publicKey(9999), /no keys with handle 9999/);
+    await assert.rejects(w.generate('other'), /unknown parameter preset/);
+    await w.free(h);
+    await assert.rejects(w.publicKey(h), /no keys with handle/);
+    const h2 = await w.generate();
+    assert.equal((await w.publicKey(h2)).length, 44592);
+  } finally {
+    w.terminate();
+  }
+});
+
+test('terminate() rejects pending calls', async () => {
+  const w = await bm.BlindmatchWorker.create();
+  const p = w.generate();
+  w.terminate();
+  await assert.rejects(p, /terminated/);
+});
