@@ -53,4 +53,12 @@ if ! command -v wasm-bindgen >/dev/null 2>&1 \
   cargo install wasm-bindgen-cli --version "=$WASM_BINDGEN_VERSION" --force
 fi
 
+# --- npm tools for the package tests --------------------------------------------
+# TypeScript checks the package's declarations (tests/js/types.test.mjs).
+if [ ! -x target/tools/node_modules/.bin/tsc ]; then
+  log "installing TypeScript into target/tools"
+  mkdir -p target/tools
+  npm install --prefix target/tools --no-audit --no-fund --loglevel=error typescript@5
+fi
+
 log "ready"

@@ -171,6 +171,9 @@ count_tests() { # log binary
     # the browser runner line "Running headless tests in Chrome on `http://...`".
     /^ +Running .* \([^()]*\)[[:space:]]*$/ { cur = $0; next }
     /^ +Doc-tests [^ ]+[[:space:]]*$/ { cur = $0; next }
+    # node --test --test-reporter=tap closes with "# pass N" / "# fail M".
+    /^# pass [0-9]+[[:space:]]*$/ { P += $3; if (want != "") B += $3; next }
+    /^# fail [0-9]+[[:space:]]*$/ { F += $3; if (want != "") B += $3; next }
     /test result: (ok|FAILED)\. [0-9]+ passed; [0-9]+ failed/ {
       match($0, /[0-9]+ passed/); p = substr($0, RSTART, RLENGTH) + 0
       match($0, /[0-9]+ failed/); f = substr($0, RSTART, RLENGTH) + 0
@@ -249,15 +252,18 @@ else
   echo "NOTE: this CPU has no AVX2; the native run tests the scalar backend only" >&2
   NATIVE_ENV=(env)
 fi
+# Benches are left out of test runs (their setup builds a 100 000-template
+# gallery); clippy above still compiles them.
+TEST_TARGETS=(--lib --bins --tests --examples)
 test_run native tests/native.rs $((30 * MIN)) \
-  "${NATIVE_ENV[@]}" cargo test --all-targets --no-fail-fast || true
+  "${NATIVE_ENV[@]}" cargo test "${TEST_TARGETS[@]}" --no-fail-fast || true
 test_run native-doc "" $((15 * MIN)) \
   "${NATIVE_ENV[@]}" cargo test --doc --no-fail-fast || true
 
 # --- aarch64 + NEON under qemu (.cargo/config.toml sets linker and runner) -------
 A64=(--target aarch64-unknown-linux-gnu --features neon)
 test_run aarch64 tests/native.rs $((40 * MIN)) \
-  env BLINDMATCH_REQUIRE_BACKEND=neon cargo test "${A64[@]}" --all-targets --no-fail-fast || true
+  env BLINDMATCH_REQUIRE_BACKEND=neon cargo test "${A64[@]}" "${TEST_TARGETS[@]}" --no-fail-fast || true
 test_run aarch64-doc "" $((15 * MIN)) \
   env BLINDMATCH_REQUIRE_BACKEND=neon cargo test "${A64[@]}" --doc --no-fail-fast || true
 
@@ -270,5 +276,22 @@ test_run wasm-node tests/node.rs $((30 * MIN)) \
   env BLINDMATCH_REQUIRE_BACKEND=simd128 wasm-pack test --node -- --lib --test '*' || true
 test_run wasm-browser tests/web.rs $((30 * MIN)) \
   env BLINDMATCH_REQUIRE_BACKEND=simd128 wasm-pack test --headless --chrome -- --lib --test '*' || true
+
+
+# --- the npm package ------------------------------------------------------------
+# Release builds (simd128 and baseline) into pkg/, then Node's test runner
+# against the package as a user imports it, including a headless-Chromium page
+# with a Web Worker and a strict TypeScript check of the declarations. A
+# skipped test fails the step: here every prerequisite is installed.
+if check build-wasm $((30 * MIN)) bash scripts/build-wasm.sh; then
+  export TSC="$ROOT/target/tools/node_modules/.bin/tsc"
+  export CHROMIUM=/usr/bin/chromium
+  test_run js "" $((15 * MIN)) node --test --test-reporter=tap tests/js/ || true
+  if grep -Eq '^# skipped [1-9]' "$LOG"; then
+    record js-skips FAIL - 1 0 "tests were skipped: $(grep -E '^# skipped' "$LOG")"
+    TOTAL_FAILED=$((TOTAL_FAILED + 1))
+    ANY_FAILED=1
+  fi
+fi
 
 finish "$ANY_FAILED"
