@@ -1,0 +1,295 @@
+// The blindmatch demo login page. Keys, encryption and decryption run in a
+// Web Worker (BlindmatchWorker from the package served at /pkg/); the server
+// only ever receives public keys and ciphertexts. See www/README.md.
+import { BlindmatchWorker } from '/pkg/index.js';
+import * as api from './api.js';
+import * as keystore from './keystore.js';
+import { DEMO_IDENTITIES, capture, parseEmbeddings } from './embeddings.js';
+
+const $ = (id) => document.getElementById(id);
+const el = {
+  form: $('form'), user: $('user'), identity: $('identity'), embedding: $('embedding'),
+  captures: $('captures'), threshold: $('threshold'), register: $('register'), login: $('login'),
+  progress: $('progress'), progressText: $('progress-text'), error: $('error'), engine: $('engine'),
+  outcome: $('outcome'), summary: $('summary'), similarity: $('similarity'),
+  shownThreshold: $('shown-threshold'), cosines: $('cosines'), users: $('users'),
+};
+
+let worker; // BlindmatchWorker
+let server; // GET /v1/params
+let busy = false;
+
+// ---------- small helpers ----------
+
+const NAME_RE = /^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$/;
+
+function userName() {
+  const name = el.user.value.trim();
+  if (!NAME_RE.test(name)) {
+    el.user.setAttribute('aria-invalid', 'true');
+    el.user.focus();
+    throw new Error('the user name must be 1–64 characters of A–Z a–z 0–9 . _ - and must not start with a dot');
+  }
+  el.user.removeAttribute('aria-invalid');
+  return name;
+}
+
+function source() {
+  return el.form.elements.source.value; // 'demo' | 'json'
+}
+
+/** `count` samples from the chosen source: fresh captures, or the pasted ones. */
+function samples(count) {
+  const dim = server.dimension;
+  if (source() === 'json') {
+    const list = parseEmbeddings(el.embedding.value, dim);
+    return { list: list.slice(0, count), label: `pasted embedding${list.length > 1 ? 's' : ''}` };
+  }
+  const who = el.identity.value;
+  return { list: Array.from({ length: count }, () => capture(who, dim)), label: `demo identity ${who}` };
+}
+
+function threshold() {
+  const t = Number(el.threshold.value);
+  if (!Number.isFinite(t) || t < -1 || t > 1) throw new Error('the threshold must be a number between -1 and 1');
+  return t;
+}
+
+async function timed(rows, step, fn, bytes) {
+  const t0 = performance.now();
+  const out = await fn();
+  rows.push({ step, ms: performance.now() - t0, bytes: typeof bytes === 'function' ? bytes(out) : bytes });
+  return out;
+}
+
+const fmtMs = (ms) => (ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
+const fmtBytes = (n) => (n == null ? '' : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
+
+function showTimings(tableId, rows) {
+  const body = $(tableId).tBodies[0];
+  body.replaceChildren();
+  const add = (cells, cls) => {
+    const tr = body.insertRow();
+    if (cls) tr.className = cls;
+    cells.forEach((c, i) => {
+      const cell = i === 0 ? document.createElement('th') : document.createElement('td');
+      if (i === 0) cell.scope = 'row';
+      cell.textContent = c;
+      tr.append(cell);
+    });
+  };
+  for (const r of rows) add([r.step, fmtMs(r.ms), fmtBytes(r.bytes)], r.sub ? 'sub' : '');
+  add(['Total', fmtMs(rows.filter((r) => !r.sub).reduce((s, r) => s + r.ms, 0)), ''], 'total');
+}
+
+function setBusy(text) {
+  busy = !!text;
+  el.register.disabled = el.login.disabled = busy || !worker;
+  el.form.setAttribute('aria-busy', String(busy));
+  el.progress.hidden = !busy;
+  el.progressText.textContent = text || '';
+}
+
+function showError(e) {
+  console.error(e);
+  el.error.textContent = e?.message ?? String(e);
+  el.error.hidden = false;
+}
+
+function clearError() {
+  el.error.hidden = true;
+  el.error.textContent = '';
+}
+
+/** Runs one user action with progress and error display. */
+async function run(action) {
+  if (busy) return;
+  clearError();
+  try {
+    await action();
+  } catch (e) {
+    showError(e);
+  } finally {
+    setBusy(null);
+  }
+}
+
+// ---------- register ----------
+
+async function register() {
+  const name = userName();
+  const count = Number(el.captures.value);
+  const max = server.templates_per_ciphertext;
+  if (!Number.isInteger(count) || count < 1 || count > max) throw new Error(`captures to enroll: 1 to ${max}`);
+  const { list, label } = samples(count);
+  const rows = [];
+  let handle;
+  let uploaded = false;
+  try {
+    setBusy('Generating keys in the Web Worker…');
+    const keys = await timed(rows, 'Key generation (secret, public, relin)', async () => {
+      handle = await worker.generate();
+      return { pk: await worker.publicKey(handle), rk: await worker.relinKey(handle) };
+    }, (k) => k.pk.length + k.rk.length);
+
+    setBusy(`Encrypting ${list.length} capture${list.length > 1 ? 's' : ''} as one template…`);
+    const template = await timed(rows, `Encrypt ${list.length} sample${list.length > 1 ? 's' : ''}`,
+      () => worker.encryptTemplates(handle, list, server.dimension), (t) => t.length);
+
+    setBusy('Uploading the public keys and the encrypted template…');
+    await timed(rows, 'Upload keys + template', async () => {
+      await api.putKeys(name, keys.pk, keys.rk);
+      uploaded = true;
+      await api.putTemplate(name, template, list.length);
+    }, keys.pk.length + keys.rk.length + 16 + template.length);
+
+    setBusy('Storing the wrapped secret key in IndexedDB…');
+    await timed(rows, 'Wrap + store secret key', async () => {
+      const secret = await worker.exportSecretKey(handle);
+      try {
+        await keystore.saveSecretKey(name, server.id, secret, { enrolled: `${label}, ${list.length} sample${list.length > 1 ? 's' : ''}` });
+      } finally {
+        secret.fill(0);
+      }
+    });
+    uploaded = false; // complete: nothing to roll back
+  } finally {
+    if (handle !== undefined) await worker.free(handle).catch(() => {});
+    // A half-done registration (keys on the server, no template or no local
+    // key) would block the name: remove it again.
+    if (uploaded) await api.deleteUser(name).catch(() => {});
+  }
+  showTimings('timings-register', rows);
+  setOutcome('registered', `Registered “${name}” (${label}, ${list.length} sample${list.length > 1 ? 's' : ''}). Now log in.`);
+  await refreshUsers();
+}
+
+// ---------- log in ----------
+
+async function login() {
+  const name = userName();
+  const t = threshold();
+  const { list, label } = samples(1);
+  const rows = [];
+  let handle;
+  let result;
+  try {
+    setBusy('Unlocking your secret key…');
+    handle = await timed(rows, 'Unwrap secret key (IndexedDB)', async () => {
+      const secret = await keystore.loadSecretKey(name, server.id);
+      try {
+        return await worker.fromSecretKey(secret);
+      } finally {
+        secret.fill(0);
+      }
+    });
+
+    setBusy('Encrypting a fresh capture…');
+    const probe = await timed(rows, 'Encrypt probe', () => worker.encryptProbe(handle, list[0], server.dimension), (p) => p.length);
+
+    setBusy('Waiting for the server to match under encryption…');
+    const { reply, count, serverMs } = await timed(rows, 'Verify round trip', () => api.verify(name, probe), (r) => r.reply.length);
+    if (serverMs.match !== undefined) {
+      rows.push({ step: '… of which server matching', ms: (serverMs.parse ?? 0) + serverMs.match, sub: true });
+    }
+
+    setBusy('Decrypting the reply…');
+    result = await timed(rows, 'Decrypt scores', () => worker.decryptScores(handle, reply, count, server.dimension));
+  } finally {
+    if (handle !== undefined) await worker.free(handle).catch(() => {});
+  }
+  const cos = Array.from(result.cosines);
+  const mean = cos.reduce((s, c) => s + c, 0) / cos.length;
+  const accepted = mean >= t;
+  showTimings('timings-login', rows);
+  setOutcome(accepted ? 'accepted' : 'rejected',
+    `${accepted ? 'Accepted' : 'Rejected'}: “${name}” with ${label} — similarity ${mean.toFixed(3)} ${accepted ? '≥' : '<'} threshold ${t}`);
+  el.outcome.dataset.cosine = String(mean);
+  el.similarity.textContent = mean.toFixed(3);
+  el.shownThreshold.textContent = String(t);
+  el.cosines.replaceChildren(...cos.map((c) => {
+    const li = document.createElement('li');
+    const m = document.createElement('meter');
+    Object.assign(m, { min: -1, max: 1, low: t, optimum: 1, value: c });
+    m.setAttribute('aria-label', `capture cosine ${c.toFixed(3)}`);
+    const span = document.createElement('span');
+    span.textContent = c.toFixed(3);
+    li.append(m, span);
+    return li;
+  }));
+  el.summary.hidden = false;
+}
+
+function setOutcome(kind, text) {
+  el.outcome.dataset.outcome = kind;
+  delete el.outcome.dataset.cosine;
+  el.outcome.textContent = text;
+  if (kind !== 'accepted' && kind !== 'rejected') el.summary.hidden = true;
+}
+
+// ---------- keys in this browser ----------
+
+async function refreshUsers() {
+  const users = await keystore.listUsers();
+  if (users.length === 0) {
+    const li = document.createElement('li');
+    li.className = 'muted';
+    li.textContent = 'none';
+    el.users.replaceChildren(li);
+    return;
+  }
+  el.users.replaceChildren(...users.map((u) => {
+    const li = document.createElement('li');
+    const name = document.createElement('button');
+    name.type = 'button';
+    name.className = 'link';
+    name.textContent = u.user;
+    name.title = 'Use this name';
+    name.addEventListener('click', () => { el.user.value = u.user; el.user.focus(); });
+    const info = document.createElement('span');
+    info.className = 'muted';
+    info.textContent = ` ${u.enrolled ?? ''} · ${new Date(u.created).toLocaleString()} `;
+    const del = document.createElement('button');
+    del.type = 'button';
+    del.className = 'small';
+    del.textContent = 'Delete';
+    del.setAttribute('aria-label', `Delete ${u.user}`);
+    del.addEventListener('click', () => run(async () => {
+      setBusy(`Deleting “${u.user}”…`);
+      await api.deleteUser(u.user);
+      await keystore.deleteSecretKey(u.user);
+      await refreshUsers();
+    }));
+    li.append(name, info, del);
+    return li;
+  }));
+}
+
+// ---------- start ----------
+
+function start() {
+  el.identity.replaceChildren(...DEMO_IDENTITIES.map((n) => new Option(n, n)));
+  // Choosing in a sub-field selects its source.
+  el.identity.addEventListener('change', () => { $('source-demo').checked = true; });
+  el.embedding.addEventListener('input', () => { $('source-json').checked = true; });
+  el.form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const action = ev.submitter?.value === 'login' ? login : register;
+    run(action);
+  });
+
+  run(async () => {
+    setBusy('Loading the WebAssembly module in a Web Worker…');
+    const [p, w] = await Promise.all([api.params(), BlindmatchWorker.create()]);
+    server = p;
+    worker = w;
+    el.engine.textContent = `Ready: parameters ${server.name} (n = ${server.degree}, ${server.dimension}-dimensional ` +
+      `embeddings, ${server.security.split(' (')[0]} security); WebAssembly ${worker.info.build} in a Web Worker.`;
+    el.engine.dataset.ready = 'true';
+    await refreshUsers();
+  }).then(() => {
+    if (!worker) el.engine.textContent = 'Not ready: see the error below.';
+  });
+}
+
+start();
