@@ -26,7 +26,8 @@ function time(plan, op, n) {
   const data = new Uint32Array(n);
   for (let i = 0; i < n; i++) data[i] = (i * 2654435761) % PRIMES[n];
   const batch = quick ? 50 : 200;
-  plan[op](data, 20); // warm up
+  // Warm up long enough for the engine to tier up from its baseline compiler.
+  for (let i = 0; i < 5; i++) plan[op](data, 100);
   const samples = [];
   for (let r = 0; r < (quick ? 5 : 15); r++) {
     const t0 = performance.now();
