@@ -55,10 +55,12 @@ fi
 
 # --- npm tools for the package tests --------------------------------------------
 # TypeScript checks the package's declarations (tests/js/types.test.mjs).
-if [ ! -x target/tools/node_modules/.bin/tsc ]; then
-  log "installing TypeScript into target/tools"
+# playwright-core drives Debian's Chromium in the end-to-end login test
+# (tests/js/e2e.test.mjs); it never downloads a browser of its own.
+if [ ! -x target/tools/node_modules/.bin/tsc ] || [ ! -d target/tools/node_modules/playwright-core ]; then
+  log "installing TypeScript and playwright-core into target/tools"
   mkdir -p target/tools
-  npm install --prefix target/tools --no-audit --no-fund --loglevel=error typescript@5
+  npm install --prefix target/tools --no-audit --no-fund --loglevel=error typescript@5 playwright-core@1
 fi
 
 log "ready"

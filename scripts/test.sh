@@ -235,7 +235,7 @@ fi
 # --- static checks -------------------------------------------------------------
 check fmt $((5 * MIN)) cargo fmt --check -- --color=never || true
 check clippy-x86_64 $((20 * MIN)) \
-  cargo clippy --all-targets -- -D warnings || true
+  cargo clippy --all-targets --features server -- -D warnings || true
 check clippy-aarch64 $((20 * MIN)) \
   cargo clippy --all-targets --target aarch64-unknown-linux-gnu --features neon -- -D warnings || true
 # Benches are native only (criterion is not a wasm32 dependency).
@@ -255,8 +255,11 @@ fi
 # Benches are left out of test runs (their setup builds a 100 000-template
 # gallery); clippy above still compiles them.
 TEST_TARGETS=(--lib --bins --tests --examples)
+# With the server feature: tests/server.rs starts the real blindmatch-server
+# binary on loopback (full flows, errors, 10 000 corrupted bodies, kill -9
+# durability, a bounded load test).
 test_run native tests/native.rs $((30 * MIN)) \
-  "${NATIVE_ENV[@]}" cargo test "${TEST_TARGETS[@]}" --no-fail-fast || true
+  "${NATIVE_ENV[@]}" cargo test --features server "${TEST_TARGETS[@]}" --no-fail-fast || true
 test_run native-doc "" $((15 * MIN)) \
   "${NATIVE_ENV[@]}" cargo test --doc --no-fail-fast || true
 
@@ -266,6 +269,14 @@ test_run aarch64 tests/native.rs $((40 * MIN)) \
   env BLINDMATCH_REQUIRE_BACKEND=neon cargo test "${A64[@]}" "${TEST_TARGETS[@]}" --no-fail-fast || true
 test_run aarch64-doc "" $((15 * MIN)) \
   env BLINDMATCH_REQUIRE_BACKEND=neon cargo test "${A64[@]}" --doc --no-fail-fast || true
+# The server on aarch64 (NEON multiply path), its binary run under qemu by the
+# test itself; release build, with the load and mutation counts scaled to
+# emulation speed.
+test_run aarch64-server tests/server.rs $((40 * MIN)) \
+  env BLINDMATCH_REQUIRE_BACKEND=neon \
+  BLINDMATCH_TEST_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
+  BLINDMATCH_LOAD_N=200 BLINDMATCH_MUTATIONS=2000 \
+  cargo test --release --target aarch64-unknown-linux-gnu --features server,neon --test server || true
 
 # --- wasm32 + simd128 --------------------------------------------------------------
 # `--lib --test '*'` (passed to both cargo build and cargo test by wasm-pack)

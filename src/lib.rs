@@ -54,6 +54,9 @@ pub use ntt::NttPlan;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
+#[cfg(all(feature = "server", not(target_arch = "wasm32")))]
+pub mod server;
+
 /// The README's Rust examples, compiled and run as doc tests.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]

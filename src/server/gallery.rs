@@ -1,0 +1,121 @@
+//! 1:N galleries in memory, loaded from the store at start-up and appended
+//! to (store first, then memory) under one lock per server.
+
+use std::collections::HashMap;
+use std::sync::RwLock;
+
+use axum::http::StatusCode;
+
+use crate::bfv::{Ciphertext, Params};
+use crate::matching::{pack, Gallery};
+
+use super::api::ApiError;
+use super::store::{GalleryRow, StoreError};
+
+/// Every gallery, by name.
+pub struct Galleries {
+    params: Params,
+    dim: usize,
+    map: RwLock<HashMap<String, Gallery>>,
+    /// Serializes appends (the store write and the push).
+    append_lock: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for Galleries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Galleries { .. }")
+    }
+}
+
+fn poisoned() -> ApiError {
+    ApiError::new(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "internal",
+        "gallery lock poisoned",
+    )
+}
+
+impl Galleries {
+    /// Galleries rebuilt from stored rows (in gallery, sequence order).
+    pub fn load(params: &Params, dim: usize, rows: Vec<GalleryRow>) -> Result<Self, String> {
+        let mut map: HashMap<String, Gallery> = HashMap::new();
+        for row in rows {
+            let ct = Ciphertext::from_bytes(params, &row.ciphertext)
+                .map_err(|e| format!("gallery {} #{}: {e}", row.gallery, row.seq))?;
+            let g = match map.entry(row.gallery.clone()) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(Gallery::new(params, dim).map_err(|e| e.to_string())?)
+                }
+            };
+            g.push(ct, row.count as usize)
+                .map_err(|e| format!("gallery {} #{}: {e}", row.gallery, row.seq))?;
+        }
+        Ok(Self {
+            params: params.clone(),
+            dim,
+            map: RwLock::new(map),
+            append_lock: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// Number of galleries and of templates in all of them.
+    pub fn stats(&self) -> (usize, usize) {
+        self.map
+            .read()
+            .map(|m| (m.len(), m.values().map(Gallery::len).sum()))
+            .unwrap_or((0, 0))
+    }
+
+    /// Appends a ciphertext of `count` templates: `write` stores it (on the
+    /// blocking pool), then it joins the in-memory gallery. Returns the index
+    /// of its first template and the gallery's template count.
+    pub async fn append<F>(
+        &self,
+        gallery: &str,
+        ct: Ciphertext,
+        count: u32,
+        write: F,
+    ) -> Result<(usize, usize), ApiError>
+    where
+        F: FnOnce() -> Result<(), StoreError> + Send + 'static,
+    {
+        let _guard = self.append_lock.lock().await;
+        // Validate against a scratch gallery first, so nothing is stored for
+        // a ciphertext the gallery would refuse.
+        Gallery::new(&self.params, self.dim)?.push(ct.clone(), count as usize)?;
+        tokio::task::spawn_blocking(write)
+            .await
+            .map_err(|_| poisoned())??;
+        // The write lock waits for running identifications (which hold the
+        // read lock on matching threads): not on an I/O thread's time.
+        tokio::task::block_in_place(|| {
+            let mut map = self.map.write().map_err(|_| poisoned())?;
+            let g = match map.entry(gallery.to_string()) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(Gallery::new(&self.params, self.dim)?)
+                }
+            };
+            let first = g.push(ct, count as usize)?;
+            debug_assert_eq!(
+                first % pack::templates_per_ciphertext(&self.params, self.dim),
+                0
+            );
+            Ok((first, g.len()))
+        })
+    }
+
+    /// Runs `f` on a gallery (read-locked).
+    pub fn with<T>(
+        &self,
+        gallery: &str,
+        f: impl FnOnce(&Gallery) -> Result<T, ApiError>,
+    ) -> Result<T, ApiError> {
+        let map = self.map.read().map_err(|_| poisoned())?;
+        let g = map.get(gallery).ok_or_else(|| {
+            ApiError::new(StatusCode::NOT_FOUND, "unknown_gallery", "no such gallery")
+        })?;
+        f(g)
+    }
+}

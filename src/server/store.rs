@@ -1,0 +1,502 @@
+//! The embedded store: one SQLite file in WAL mode with `synchronous=FULL`.
+//!
+//! Every write is one `IMMEDIATE` transaction, committed before the HTTP
+//! reply is sent: a write acknowledged with 2xx is on disk, and a request that
+//! is refused writes nothing. (The audit log alone commits with
+//! `synchronous=NORMAL`: see [`Store::audit_many`].) The schema is created
+//! and migrated here (`schema_version` holds the version applied).
+//!
+//! Byte columns hold the wire format of docs/FORMAT.md exactly as validated
+//! on the way in (keys and ciphertexts stay in NTT form).
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+/// The schema, one migration per version. Never edit an applied step; append.
+const MIGRATIONS: &[&str] = &[
+    // 1: users, their keys and templates, and the verification audit log.
+    "CREATE TABLE users (
+        user TEXT PRIMARY KEY NOT NULL,
+        params_id TEXT NOT NULL,
+        public_key BLOB NOT NULL,
+        relin_key BLOB,
+        created INTEGER NOT NULL
+    );
+    CREATE TABLE templates (
+        user TEXT PRIMARY KEY NOT NULL REFERENCES users(user) ON DELETE CASCADE,
+        ciphertext BLOB NOT NULL,
+        count INTEGER NOT NULL,
+        updated INTEGER NOT NULL
+    );
+    CREATE TABLE audit (
+        id INTEGER PRIMARY KEY,
+        user TEXT NOT NULL,
+        ts INTEGER NOT NULL,
+        outcome TEXT NOT NULL,
+        duration_us INTEGER NOT NULL
+    );
+    CREATE INDEX audit_user ON audit(user);",
+    // 2: 1:N galleries (templates encrypted under the service key).
+    "CREATE TABLE gallery_templates (
+        gallery TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        ciphertext BLOB NOT NULL,
+        count INTEGER NOT NULL,
+        created INTEGER NOT NULL,
+        PRIMARY KEY (gallery, seq)
+    );",
+];
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// Store errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The user has no keys registered.
+    #[error("unknown user")]
+    UnknownUser,
+    /// Keys are already registered for this user.
+    #[error("user already exists")]
+    UserExists,
+    /// The database was written by a newer build.
+    #[error("database schema version {found} is newer than this build's {supported}")]
+    TooNew { found: i64, supported: i64 },
+    /// SQLite failed.
+    #[error("database error: {0}")]
+    Sql(#[from] rusqlite::Error),
+    /// The connection mutex was poisoned by a panic.
+    #[error("database connection poisoned")]
+    Poisoned,
+}
+
+/// A user's keys and template, as stored.
+#[derive(Clone)]
+pub struct UserRecord {
+    /// Parameter id (hex) the keys were made for.
+    pub params_id: String,
+    /// Serialized public key.
+    pub public_key: Vec<u8>,
+    /// Serialized relinearization key, if one was registered.
+    pub relin_key: Option<Vec<u8>>,
+    /// Serialized template ciphertext and its sample count.
+    pub template: Option<(Vec<u8>, u32)>,
+}
+
+impl std::fmt::Debug for UserRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Sizes only: no key or ciphertext bytes in logs.
+        f.debug_struct("UserRecord")
+            .field("params_id", &self.params_id)
+            .field("public_key_len", &self.public_key.len())
+            .field("relin_key_len", &self.relin_key.as_ref().map(Vec::len))
+            .field("template_len", &self.template.as_ref().map(|t| t.0.len()))
+            .finish()
+    }
+}
+
+/// What `GET /v1/users/{user}` reports (no key or ciphertext bytes).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct UserInfo {
+    pub user: String,
+    pub params_id: String,
+    pub created: i64,
+    pub public_key_bytes: usize,
+    pub relin_key_bytes: Option<usize>,
+    pub template_count: Option<u32>,
+    pub template_bytes: Option<usize>,
+    pub template_updated: Option<i64>,
+    pub verifications: i64,
+}
+
+/// One audit row (a verification).
+#[derive(Clone, Debug)]
+pub struct AuditRow {
+    pub user: String,
+    /// Milliseconds since the Unix epoch.
+    pub ts: i64,
+    pub outcome: &'static str,
+    pub duration_us: u64,
+}
+
+/// Group commit for the audit log: rows from concurrent verifications are
+/// written by one thread, as many per transaction as are waiting, and each
+/// caller is answered once its row is committed (so a verification's audit
+/// row is durable before its reply is sent, with one fsync per batch rather
+/// than per request).
+pub struct AuditLog {
+    tx: std::sync::mpsc::Sender<(AuditRow, tokio::sync::oneshot::Sender<Result<bool, String>>)>,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuditLog")
+    }
+}
+
+/// Most rows per audit transaction.
+const AUDIT_BATCH: usize = 256;
+
+impl AuditLog {
+    /// Starts the writer thread over `store`.
+    pub fn start(store: std::sync::Arc<Store>) -> std::io::Result<Self> {
+        let (tx, rx) = std::sync::mpsc::channel::<(
+            AuditRow,
+            tokio::sync::oneshot::Sender<Result<bool, String>>,
+        )>();
+        std::thread::Builder::new()
+            .name("audit".into())
+            .spawn(move || {
+                while let Ok(first) = rx.recv() {
+                    let mut batch = vec![first];
+                    while batch.len() < AUDIT_BATCH {
+                        match rx.try_recv() {
+                            Ok(item) => batch.push(item),
+                            Err(_) => break,
+                        }
+                    }
+                    let rows: Vec<AuditRow> = batch.iter().map(|(r, _)| r.clone()).collect();
+                    match store.audit_many(&rows) {
+                        Ok(written) => {
+                            for ((_, reply), w) in batch.into_iter().zip(written) {
+                                let _ = reply.send(Ok(w));
+                            }
+                        }
+                        Err(e) => {
+                            let msg = e.to_string();
+                            for (_, reply) in batch {
+                                let _ = reply.send(Err(msg.clone()));
+                            }
+                        }
+                    }
+                }
+            })?;
+        Ok(Self { tx })
+    }
+
+    /// Appends a row; resolves once it is committed (false if the user no
+    /// longer exists).
+    pub async fn append(&self, row: AuditRow) -> Result<bool, String> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.tx
+            .send((row, tx))
+            .map_err(|_| "audit writer stopped".to_string())?;
+        rx.await.map_err(|_| "audit writer stopped".to_string())?
+    }
+}
+
+/// A gallery ciphertext as stored.
+#[derive(Clone, Debug)]
+pub struct GalleryRow {
+    pub gallery: String,
+    pub seq: i64,
+    pub ciphertext: Vec<u8>,
+    pub count: u32,
+}
+
+/// The SQLite store. One connection behind a mutex: SQLite serializes writers
+/// anyway, and every statement here is short (the homomorphic work happens
+/// outside it).
+pub struct Store {
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Store")
+    }
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, sets WAL mode and
+    /// `synchronous=FULL`, and migrates the schema.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let mut conn = Connection::open(path)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10))?;
+        let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            return Err(StoreError::Sql(rusqlite::Error::InvalidQuery));
+        }
+        conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
+        migrate(&mut conn)?;
+        Ok(Self {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut conn = self.conn.lock().map_err(|_| StoreError::Poisoned)?;
+        f(&mut conn)
+    }
+
+    /// The schema version of the open database.
+    pub fn schema_version(&self) -> Result<i64, StoreError> {
+        self.with(|c| Ok(c.query_row("SELECT version FROM schema_version", [], |r| r.get(0))?))
+    }
+
+    /// Registers a new user's keys. Refuses an existing user.
+    pub fn put_keys(
+        &self,
+        user: &str,
+        params_id: &str,
+        public_key: &[u8],
+        relin_key: Option<&[u8]>,
+    ) -> Result<(), StoreError> {
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let exists: bool = tx.query_row(
+                "SELECT EXISTS(SELECT 1 FROM users WHERE user = ?1)",
+                [user],
+                |r| r.get(0),
+            )?;
+            if exists {
+                return Err(StoreError::UserExists);
+            }
+            tx.execute(
+                "INSERT INTO users (user, params_id, public_key, relin_key, created)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![user, params_id, public_key, relin_key, now_secs()],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// Stores (or replaces) a user's template ciphertext.
+    pub fn put_template(
+        &self,
+        user: &str,
+        ciphertext: &[u8],
+        count: u32,
+    ) -> Result<(), StoreError> {
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let exists: bool = tx.query_row(
+                "SELECT EXISTS(SELECT 1 FROM users WHERE user = ?1)",
+                [user],
+                |r| r.get(0),
+            )?;
+            if !exists {
+                return Err(StoreError::UnknownUser);
+            }
+            tx.execute(
+                "INSERT INTO templates (user, ciphertext, count, updated) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(user) DO UPDATE SET
+                   ciphertext = excluded.ciphertext, count = excluded.count, updated = excluded.updated",
+                params![user, ciphertext, count, now_secs()],
+            )?;
+            tx.commit()?;
+            Ok(())
+        })
+    }
+
+    /// A user's keys and template.
+    pub fn load_user(&self, user: &str) -> Result<Option<UserRecord>, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            let rec = tx
+                .query_row(
+                    "SELECT u.params_id, u.public_key, u.relin_key, t.ciphertext, t.count
+                     FROM users u LEFT JOIN templates t ON t.user = u.user WHERE u.user = ?1",
+                    [user],
+                    |r| {
+                        let ct: Option<Vec<u8>> = r.get(3)?;
+                        let count: Option<u32> = r.get(4)?;
+                        Ok(UserRecord {
+                            params_id: r.get(0)?,
+                            public_key: r.get(1)?,
+                            relin_key: r.get(2)?,
+                            template: ct.zip(count),
+                        })
+                    },
+                )
+                .optional()?;
+            tx.finish()?;
+            Ok(rec)
+        })
+    }
+
+    /// Metadata of a user (sizes and counts, no bytes).
+    pub fn user_info(&self, user: &str) -> Result<Option<UserInfo>, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction()?;
+            let info = tx
+                .query_row(
+                    "SELECT u.params_id, u.created, length(u.public_key), length(u.relin_key),
+                            t.count, length(t.ciphertext), t.updated,
+                            (SELECT count(*) FROM audit a WHERE a.user = u.user)
+                     FROM users u LEFT JOIN templates t ON t.user = u.user WHERE u.user = ?1",
+                    [user],
+                    |r| {
+                        Ok(UserInfo {
+                            user: user.to_string(),
+                            params_id: r.get(0)?,
+                            created: r.get(1)?,
+                            public_key_bytes: r.get::<_, i64>(2)? as usize,
+                            relin_key_bytes: r.get::<_, Option<i64>>(3)?.map(|v| v as usize),
+                            template_count: r.get(4)?,
+                            template_bytes: r.get::<_, Option<i64>>(5)?.map(|v| v as usize),
+                            template_updated: r.get(6)?,
+                            verifications: r.get(7)?,
+                        })
+                    },
+                )
+                .optional()?;
+            tx.finish()?;
+            Ok(info)
+        })
+    }
+
+    /// Appends several audit rows in one transaction (group commit); each
+    /// only if its user still exists. Returns, per row, whether it was
+    /// written.
+    ///
+    /// The audit log trades the last fsync for latency: its transactions run
+    /// with `synchronous=NORMAL`, which in WAL mode survives a crash of the
+    /// server process (`kill -9`) but not necessarily a power cut; the next
+    /// `FULL` commit (any enrollment) flushes them too. Writes that a client
+    /// asked for (keys, templates, deletions, galleries) stay `FULL`.
+    pub fn audit_many(&self, rows: &[AuditRow]) -> Result<Vec<bool>, StoreError> {
+        self.with(|c| {
+            c.execute_batch("PRAGMA synchronous=NORMAL")?;
+            let out = Self::audit_rows(c, rows);
+            c.execute_batch("PRAGMA synchronous=FULL")?;
+            out
+        })
+    }
+
+    fn audit_rows(c: &mut Connection, rows: &[AuditRow]) -> Result<Vec<bool>, StoreError> {
+        {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let mut out = Vec::with_capacity(rows.len());
+            {
+                let mut st = tx.prepare_cached(
+                    "INSERT INTO audit (user, ts, outcome, duration_us)
+                     SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM users WHERE user = ?1)",
+                )?;
+                for r in rows {
+                    let n = st.execute(params![r.user, r.ts, r.outcome, r.duration_us as i64])?;
+                    out.push(n == 1);
+                }
+            }
+            tx.commit()?;
+            Ok(out)
+        }
+    }
+
+    /// Removes a user's keys, template and audit rows. Returns whether the
+    /// user existed.
+    pub fn delete_user(&self, user: &str) -> Result<bool, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let n = tx.execute("DELETE FROM users WHERE user = ?1", [user])?;
+            if n == 0 {
+                return Err(StoreError::UnknownUser);
+            }
+            tx.execute("DELETE FROM templates WHERE user = ?1", [user])?;
+            tx.execute("DELETE FROM audit WHERE user = ?1", [user])?;
+            tx.commit()?;
+            Ok(true)
+        })
+        .or_else(|e| match e {
+            StoreError::UnknownUser => Ok(false),
+            e => Err(e),
+        })
+    }
+
+    /// Appends a gallery ciphertext; returns its sequence number (0, 1, ...).
+    pub fn add_gallery_template(
+        &self,
+        gallery: &str,
+        ciphertext: &[u8],
+        count: u32,
+    ) -> Result<i64, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let seq: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM gallery_templates WHERE gallery = ?1",
+                [gallery],
+                |r| r.get(0),
+            )?;
+            tx.execute(
+                "INSERT INTO gallery_templates (gallery, seq, ciphertext, count, created)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![gallery, seq, ciphertext, count, now_secs()],
+            )?;
+            tx.commit()?;
+            Ok(seq)
+        })
+    }
+
+    /// Every gallery ciphertext, by gallery and sequence number.
+    pub fn gallery_rows(&self) -> Result<Vec<GalleryRow>, StoreError> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT gallery, seq, ciphertext, count FROM gallery_templates ORDER BY gallery, seq",
+            )?;
+            let rows = st
+                .query_map([], |r| {
+                    Ok(GalleryRow {
+                        gallery: r.get(0)?,
+                        seq: r.get(1)?,
+                        ciphertext: r.get(2)?,
+                        count: r.get(3)?,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+    }
+}
+
+/// Creates the schema or brings it up to [`SCHEMA_VERSION`], one transaction
+/// per step.
+fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute_batch("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);")?;
+        let n: i64 = tx.query_row("SELECT count(*) FROM schema_version", [], |r| r.get(0))?;
+        if n == 0 {
+            tx.execute("INSERT INTO schema_version (version) VALUES (0)", [])?;
+        }
+        tx.commit()?;
+    }
+    loop {
+        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let version: i64 = tx.query_row("SELECT version FROM schema_version", [], |r| r.get(0))?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::TooNew {
+                found: version,
+                supported: SCHEMA_VERSION,
+            });
+        }
+        if version == SCHEMA_VERSION {
+            return Ok(());
+        }
+        tx.execute_batch(MIGRATIONS[version as usize])?;
+        tx.execute("UPDATE schema_version SET version = ?1", [version + 1])?;
+        tx.commit()?;
+    }
+}

@@ -1,0 +1,257 @@
+// End to end: the demo login page (www/) served by the REAL blindmatch-server
+// (temp database, 127.0.0.1, free port) in headless Chromium driven by
+// playwright-core. Registers a demo identity (keys made in the Web Worker,
+// the secret key wrapped in IndexedDB), logs in as that identity (accepted),
+// logs in with another identity's sample (rejected), checks the page's error
+// display, and saves a screenshot.
+//
+// Needs: pkg/ built (bash scripts/build-wasm.sh), Chromium (/usr/bin/chromium
+// or CHROMIUM=...), playwright-core (npm install --prefix target/tools
+// playwright-core). The server binary is target/{release,debug}/blindmatch-server
+// (or BLINDMATCH_SERVER=...); if there is none it is built with
+// `cargo build --features server --bin blindmatch-server`.
+// SCREENSHOT=path chooses where the screenshot goes (default: a temp file).
+//
+//   node --test tests/js/e2e.test.mjs
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { once } from 'node:events';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const THRESHOLD = 0.18; // the page's default (www/embeddings.js)
+
+async function loadPlaywright() {
+  for (const base of [join(ROOT, 'target/tools/'), ROOT]) {
+    try {
+      const path = createRequire(join(base, 'noop.js')).resolve('playwright-core');
+      const mod = await import(pathToFileURL(path).href);
+      return mod.chromium ? mod : mod.default;
+    } catch {
+      // try the next place
+    }
+  }
+  return null;
+}
+
+/** The newest built server binary, building one if there is none. */
+function serverBinary() {
+  if (process.env.BLINDMATCH_SERVER) return process.env.BLINDMATCH_SERVER;
+  const found = () =>
+    ['release', 'debug']
+      .map((p) => join(ROOT, 'target', p, 'blindmatch-server'))
+      .filter((p) => existsSync(p))
+      .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+  let bin = found();
+  if (!bin) {
+    const r = spawnSync('cargo', ['build', '--features', 'server', '--bin', 'blindmatch-server'], { cwd: ROOT, stdio: 'inherit' });
+    assert.equal(r.status, 0, 'cargo build --features server failed');
+    bin = found();
+  }
+  assert.ok(bin, 'no blindmatch-server binary');
+  return bin;
+}
+
+/** Starts `serve` on a free loopback port; resolves to { proc, url, logs }. */
+async function startServer(bin, dbDir) {
+  const proc = spawn(bin, ['serve', '--bind', '127.0.0.1:0', '--db', join(dbDir, 'blindmatch.db'),
+    '--www', join(ROOT, 'www'), '--pkg', join(ROOT, 'pkg'), '--log', 'warn'], {
+    cwd: dbDir, stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const logs = [];
+  proc.stderr.on('data', (d) => logs.push(String(d)));
+  let out = '';
+  const url = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start in 30 s:\n${out}${logs.join('')}`)), 30_000);
+    proc.stdout.on('data', (d) => {
+      out += d;
+      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    });
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code} before listening:\n${out}${logs.join('')}`));
+    });
+  });
+  return { proc, url, logs };
+}
+
+async function stopServer(proc) {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = once(proc, 'exit');
+  proc.kill('SIGTERM');
+  const t = setTimeout(() => proc.kill('SIGKILL'), 5_000);
+  await exited;
+  clearTimeout(t);
+}
+
+const playwright = await loadPlaywright();
+const skip = !existsSync(CHROMIUM)
+  ? `no Chromium at ${CHROMIUM} (set CHROMIUM)`
+  : !playwright
+    ? 'playwright-core is not installed (npm install --prefix target/tools playwright-core)'
+    : false;
+
+test('demo login page end to end: register, genuine login accepted, impostor rejected', { skip, timeout: 600_000 }, async (t) => {
+  assert.ok(existsSync(join(ROOT, 'pkg/index.js')), 'pkg/ is not built: run bash scripts/build-wasm.sh');
+  const bin = serverBinary();
+  const work = mkdtempSync(join(tmpdir(), 'blindmatch-e2e-'));
+  const screenshot = process.env.SCREENSHOT ?? join(mkdtempSync(join(tmpdir(), 'blindmatch-shot-')), 'e2e.png');
+  let server;
+  let context;
+  try {
+    server = await startServer(bin, work);
+    const base = server.url;
+
+    context = await playwright.chromium.launchPersistentContext(join(work, 'profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      chromiumSandbox: false,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+        '--disable-sync', '--no-first-run'],
+      viewport: { width: 1000, height: 900 },
+    });
+    // Everything must stay on the server under test.
+    const offsite = [];
+    await context.route('**/*', (route) => {
+      const u = route.request().url();
+      if (u.startsWith(`${base}/`)) return route.continue();
+      offsite.push(u);
+      return route.abort();
+    });
+    const page = context.pages()[0] ?? (await context.newPage());
+    const pageErrors = [];
+    const cspViolations = [];
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    page.on('console', (m) => {
+      if (/Content.Security.Policy|Refused to/i.test(m.text())) cspViolations.push(m.text());
+    });
+
+    await page.goto(`${base}/`);
+    await page.waitForSelector('#engine[data-ready="true"]', { timeout: 60_000 });
+    const engine = await page.textContent('#engine');
+    t.diagnostic(engine.trim());
+    assert.match(engine, /simd128|baseline/);
+
+    /** Clicks a button and waits until the page is no longer busy. */
+    async function act(button) {
+      const t0 = performance.now();
+      await page.click(button);
+      await page.waitForFunction(() => document.getElementById('form').getAttribute('aria-busy') !== 'true', null, { timeout: 120_000 });
+      const error = await page.$eval('#error', (e) => (e.hidden ? null : e.textContent));
+      const outcome = await page.$eval('#outcome', (e) => ({ kind: e.dataset.outcome, text: e.textContent, cosine: e.dataset.cosine }));
+      return { error, ...outcome, ms: performance.now() - t0 };
+    }
+
+    const user = 'ada-e2e';
+    // A login before registering: a clear error, no outcome.
+    await page.fill('#user', user);
+    let r = await act('#login');
+    assert.match(r.error ?? '', /no key for .*register first/, 'unregistered login must show an error');
+
+    // Register Ada with 5 captures.
+    await page.selectOption('#identity', 'Ada');
+    await page.fill('#captures', '5');
+    r = await act('#register');
+    assert.equal(r.error, null, `register failed: ${r.error}`);
+    assert.equal(r.kind, 'registered', r.text);
+    t.diagnostic(`register: ${r.ms.toFixed(0)} ms`);
+    assert.match(await page.textContent('#users'), new RegExp(user));
+
+    // The server holds keys (public + relinearization) and a 5-sample template, no secret.
+    const info = await (await fetch(`${base}/v1/users/${user}`)).json();
+    assert.equal(info.template_count, 5);
+    assert.ok(info.public_key_bytes > 0 && info.relin_key_bytes > 0, JSON.stringify(info));
+    // The secret key is in IndexedDB, wrapped, under a non-extractable AES-GCM key.
+    const stored = await page.evaluate(async (name) => {
+      const db = await new Promise((res, rej) => {
+        const o = indexedDB.open('blindmatch-demo');
+        o.onsuccess = () => res(o.result);
+        o.onerror = () => rej(o.error);
+      });
+      const get = (s, k) => new Promise((res, rej) => {
+        const q = db.transaction(s).objectStore(s).get(k);
+        q.onsuccess = () => res(q.result);
+        q.onerror = () => rej(q.error);
+      });
+      const rec = await get('users', name);
+      const meta = await get('meta', 'wrapping-key');
+      db.close();
+      return {
+        wrappedBytes: rec?.wrapped?.byteLength, ivBytes: rec?.iv?.byteLength,
+        isCryptoKey: meta?.key instanceof CryptoKey, extractable: meta?.key?.extractable,
+        algorithm: meta?.key?.algorithm?.name, usages: meta?.key?.usages,
+      };
+    }, user);
+    assert.ok(stored.wrappedBytes > 16 && stored.ivBytes === 12, JSON.stringify(stored));
+    assert.deepEqual([stored.isCryptoKey, stored.extractable, stored.algorithm], [true, false, 'AES-GCM']);
+
+    // Genuine login: a fresh capture of Ada.
+    r = await act('#login');
+    assert.equal(r.error, null, `login failed: ${r.error}`);
+    t.diagnostic(`genuine: ${r.text} (${r.ms.toFixed(0)} ms)`);
+    assert.equal(r.kind, 'accepted', r.text);
+    assert.match(r.text, /^Accepted/);
+    const genuine = Number(r.cosine);
+    assert.ok(genuine >= THRESHOLD && genuine < 1, `genuine cosine ${genuine}`);
+    assert.equal(await page.textContent('#similarity'), genuine.toFixed(3));
+    assert.equal(await page.$$eval('#cosines li', (l) => l.length), 5);
+    const loginSteps = await page.$$eval('#timings-login tbody th', (l) => l.map((e) => e.textContent));
+    for (const s of ['Unwrap', 'Encrypt probe', 'Verify round trip', 'Decrypt']) {
+      assert.ok(loginSteps.some((x) => x.startsWith(s)), `timing row ${s} missing: ${loginSteps}`);
+    }
+    const registerSteps = await page.$$eval('#timings-register tbody th', (l) => l.map((e) => e.textContent));
+    for (const s of ['Key generation', 'Encrypt 5', 'Upload']) {
+      assert.ok(registerSteps.some((x) => x.startsWith(s)), `timing row ${s} missing: ${registerSteps}`);
+    }
+
+    // Impostor: Grace's sample against Ada's account.
+    await page.selectOption('#identity', 'Grace');
+    r = await act('#login');
+    assert.equal(r.error, null, `login failed: ${r.error}`);
+    t.diagnostic(`impostor: ${r.text}`);
+    assert.equal(r.kind, 'rejected', r.text);
+    assert.match(r.text, /^Rejected/);
+    const impostor = Number(r.cosine);
+    assert.ok(impostor < THRESHOLD && impostor > -1, `impostor cosine ${impostor}`);
+
+    // A pasted embedding of the wrong length: the page says what is wrong.
+    await page.fill('#embedding', '[0.1, 0.2, 0.3]');
+    r = await act('#login');
+    assert.match(r.error ?? '', /3 numbers; the server expects 128/);
+
+    // A registration under a taken name: the server's 409 is shown.
+    await page.selectOption('#identity', 'Ada');
+    r = await act('#register');
+    assert.match(r.error ?? '', /409 \(user_exists\)/);
+    assert.equal((await (await fetch(`${base}/v1/users/${user}`)).json()).template_count, 5, 'a refused registration must not remove the user');
+
+    // Back to the genuine result for the picture.
+    r = await act('#login');
+    assert.equal(r.kind, 'accepted', r.text);
+    await page.screenshot({ path: screenshot, fullPage: true });
+    t.diagnostic(`screenshot: ${screenshot}`);
+
+    // Delete: gone from the server and from this browser.
+    await page.click(`#users button[aria-label="Delete ${user}"]`);
+    await page.waitForFunction(() => document.getElementById('users').textContent.trim() === 'none', null, { timeout: 30_000 });
+    assert.equal((await fetch(`${base}/v1/users/${user}`)).status, 404);
+
+    assert.deepEqual(offsite, [], 'requests left 127.0.0.1');
+    assert.deepEqual(pageErrors, [], 'uncaught page errors');
+    assert.deepEqual(cspViolations, [], 'CSP violations');
+  } finally {
+    await context?.close().catch(() => {});
+    if (server) await stopServer(server.proc);
+    rmSync(work, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,1412 @@
+//! The matching server over real HTTP: each test starts the built
+//! `blindmatch-server` binary on 127.0.0.1 (port 0) with a temporary SQLite
+//! file and talks to it over loopback. Nothing leaves 127.0.0.1.
+#![cfg(all(feature = "server", not(target_arch = "wasm32")))]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use blindmatch::bfv::{
+    Ciphertext, CoefficientEncoder, Evaluator, Params, Prng, PublicKey, RelinKey, SecretKey,
+};
+use blindmatch::matching::{client, Quantizer};
+use blindmatch::server::{frame_keys, CSP};
+
+const BIN: &str = env!("CARGO_BIN_EXE_blindmatch-server");
+const DIM: usize = 128;
+
+// ---------------------------------------------------------------- harness
+
+/// The server binary as a command. `BLINDMATCH_TEST_RUNNER` (for example
+/// `qemu-aarch64 -L /usr/aarch64-linux-gnu`) runs it under an emulator, as
+/// Cargo's target runner does for the test binary itself.
+fn server_cmd() -> Command {
+    match std::env::var("BLINDMATCH_TEST_RUNNER") {
+        Ok(runner) if !runner.trim().is_empty() => {
+            let mut parts = runner.split_whitespace();
+            let mut cmd = Command::new(parts.next().unwrap());
+            cmd.args(parts).arg(BIN);
+            cmd
+        }
+        _ => Command::new(BIN),
+    }
+}
+
+static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
+
+/// A directory removed when the test passes (kept, with the server log,
+/// when it fails).
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+/// A fresh directory under the target's temporary directory.
+fn temp_dir(tag: &str) -> TempDir {
+    let n = NEXT_DIR.fetch_add(1, Ordering::Relaxed);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("server-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    TempDir(dir)
+}
+
+/// A running server process; killed (SIGKILL) on drop.
+struct Server {
+    child: Arc<Mutex<Child>>,
+    url: String,
+}
+
+impl Server {
+    fn start(dir: &Path, extra: &[&str]) -> Server {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("server.log"))
+            .unwrap();
+        let db = dir.join("blindmatch.db");
+        let mut child = server_cmd()
+            .arg("serve")
+            .args(["--bind", "127.0.0.1:0", "--threads", "2"])
+            .arg("--db")
+            .arg(&db)
+            .arg("--www")
+            .arg(dir.join("www"))
+            .arg("--pkg")
+            .arg(dir.join("pkg"))
+            .args(extra)
+            .env("BLINDMATCH_LOG", "info")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("start blindmatch-server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("blindmatch-server listening on ")
+            .unwrap_or_else(|| {
+                let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
+                panic!("server did not start: {line:?}\n{log}")
+            })
+            .trim_end_matches('/')
+            .to_string();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        Server {
+            child: Arc::new(Mutex::new(child)),
+            url,
+        }
+    }
+
+    fn kill(&self) {
+        let mut c = self.child.lock().unwrap();
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// method, url, body, expected status, expected error code.
+type Case<'a> = (&'a str, String, Option<Vec<u8>>, u16, &'a str);
+
+#[derive(Debug)]
+struct Resp {
+    status: u16,
+    content_type: String,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Resp {
+    fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "not JSON ({e}): status {} body {:?}",
+                self.status,
+                String::from_utf8_lossy(&self.body[..self.body.len().min(200)])
+            )
+        })
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Asserts a JSON error with this status and code.
+    fn expect_error(&self, status: u16, code: &str) {
+        assert_eq!(
+            self.status,
+            status,
+            "want {status} {code}, got {} {}",
+            self.status,
+            String::from_utf8_lossy(&self.body)
+        );
+        assert!(
+            self.content_type.starts_with("application/json"),
+            "{}",
+            self.content_type
+        );
+        let v = self.json();
+        assert_eq!(v["code"], code, "{v}");
+        assert!(v["error"].as_str().is_some_and(|s| !s.is_empty()), "{v}");
+    }
+}
+
+/// One HTTP request; `Err` only for transport errors (refused, reset).
+fn try_call(method: &str, url: &str, body: Option<&[u8]>) -> Result<Resp, String> {
+    try_call_as(method, url, body, "application/octet-stream")
+}
+
+fn try_call_as(method: &str, url: &str, body: Option<&[u8]>, ct: &str) -> Result<Resp, String> {
+    let req = ureq::request(method, url).timeout(Duration::from_secs(120));
+    let r = match body {
+        Some(b) => req.set("content-type", ct).send_bytes(b),
+        None => req.call(),
+    };
+    let resp = match r {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => return Err(e.to_string()),
+    };
+    let status = resp.status();
+    let content_type = resp.header("content-type").unwrap_or("").to_string();
+    let headers = resp
+        .headers_names()
+        .into_iter()
+        .map(|k| {
+            let v = resp.header(&k).unwrap_or("").to_string();
+            (k, v)
+        })
+        .collect();
+    let mut body = Vec::new();
+    resp.into_reader()
+        .read_to_end(&mut body)
+        .map_err(|e| e.to_string())?;
+    Ok(Resp {
+        status,
+        content_type,
+        headers,
+        body,
+    })
+}
+
+fn call(method: &str, url: &str, body: Option<&[u8]>) -> Resp {
+    try_call(method, url, body).unwrap_or_else(|e| panic!("{method} {url}: {e}"))
+}
+
+fn call_json(url: &str, body: &[u8]) -> Resp {
+    try_call_as("POST", url, Some(body), "application/json")
+        .unwrap_or_else(|e| panic!("POST {url}: {e}"))
+}
+
+/// Every row of every table, for "nothing was written" checks.
+fn snapshot(db: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let mut out = Vec::new();
+    for (table, order) in [
+        ("schema_version", "version"),
+        ("users", "user"),
+        ("templates", "user"),
+        ("audit", "id"),
+        ("gallery_templates", "gallery, seq"),
+    ] {
+        let mut st = conn
+            .prepare(&format!("SELECT * FROM {table} ORDER BY {order}"))
+            .unwrap();
+        let cols = st.column_count();
+        let rows = st
+            .query_map([], |r| {
+                let mut s = format!("{table}:");
+                for i in 0..cols {
+                    s.push_str(&format!(" {:?}", r.get_ref(i)?));
+                }
+                Ok(s)
+            })
+            .unwrap();
+        out.extend(rows.map(Result::unwrap));
+    }
+    out
+}
+
+fn count_rows(db: &Path, sql: &str) -> i64 {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+// ---------------------------------------------------------------- client side
+
+struct Identity {
+    sk: SecretKey,
+    pk: PublicKey,
+    q: Quantizer,
+    rng: Prng,
+}
+
+impl Identity {
+    fn new(seed: u8) -> Identity {
+        let params = Params::auth4096();
+        let mut rng = Prng::from_seed([seed; 32]);
+        let sk = SecretKey::generate_with(&params, &mut rng);
+        let pk = PublicKey::new_with(&sk, &mut rng);
+        Identity {
+            q: Quantizer::new(&params, DIM).unwrap(),
+            sk,
+            pk,
+            rng,
+        }
+    }
+
+    fn keys_body(&mut self, with_rk: bool) -> Vec<u8> {
+        let rk = with_rk.then(|| RelinKey::new_with(&self.sk, &mut self.rng).to_bytes());
+        frame_keys(&self.pk.to_bytes(), rk.as_deref())
+    }
+
+    fn template(&mut self, samples: &[Vec<f32>]) -> Vec<u8> {
+        let refs: Vec<&[f32]> = samples.iter().map(|e| e.as_slice()).collect();
+        client::encrypt_templates(&self.sk, &self.q, &refs, &mut self.rng)
+            .unwrap()
+            .to_bytes()
+    }
+
+    fn probe(&mut self, e: &[f32]) -> Vec<u8> {
+        client::encrypt_probe(&self.sk, &self.q, e, &mut self.rng)
+            .unwrap()
+            .to_bytes()
+    }
+
+    /// Decrypts a reply and checks every score against the i64 reference.
+    fn check_scores(&self, reply: &[u8], samples: &[Vec<f32>], probe: &[f32]) -> Vec<f64> {
+        let params = Params::auth4096();
+        let ct = Ciphertext::from_bytes(&params, reply).unwrap();
+        let got = client::decrypt_scores(&self.sk, &self.q, &ct, samples.len()).unwrap();
+        let pq = self.q.quantize(probe).unwrap();
+        let want: Vec<i64> = samples
+            .iter()
+            .map(|s| {
+                let t = self.q.quantize(s).unwrap();
+                t.iter().zip(&pq).map(|(&a, &b)| a as i64 * b as i64).sum()
+            })
+            .collect();
+        assert_eq!(got.scores, want);
+        got.cosines
+    }
+}
+
+fn embedding(rng: &mut Prng) -> Vec<f32> {
+    (0..DIM)
+        .map(|_| rng.next_u32() as f32 / u32::MAX as f32 - 0.5)
+        .collect()
+}
+
+/// `base` plus a little noise: the same face, another photo.
+fn near(base: &[f32], rng: &mut Prng) -> Vec<f32> {
+    base.iter()
+        .map(|&v| v + 0.05 * (rng.next_u32() as f32 / u32::MAX as f32 - 0.5))
+        .collect()
+}
+
+// ---------------------------------------------------------------- tests
+
+#[test]
+fn one_to_one_flow_with_exact_scores() {
+    let dir = temp_dir("flow");
+    let db = dir.join("blindmatch.db");
+    let srv = Server::start(&dir, &[]);
+    let u = &srv.url;
+
+    let health = call("GET", &format!("{u}/healthz"), None);
+    assert_eq!(health.status, 200);
+    assert_eq!(health.json()["status"], "ok");
+    let p = call("GET", &format!("{u}/v1/params"), None);
+    assert_eq!(p.status, 200);
+    let pj = p.json();
+    assert_eq!(pj["id"], Params::auth4096().id_hex());
+    assert_eq!(pj["degree"], 4096);
+    assert_eq!(pj["dimension"], 128);
+    assert_eq!(pj["templates_per_ciphertext"], 32);
+
+    let mut rng = Prng::from_seed([7; 32]);
+    for (user, with_rk, seed) in [("alice", true, 1u8), ("bob.b-2_", false, 2u8)] {
+        let mut id = Identity::new(seed);
+        let r = call(
+            "PUT",
+            &format!("{u}/v1/users/{user}/keys"),
+            Some(&id.keys_body(with_rk)),
+        );
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+
+        let face = embedding(&mut rng);
+        let samples: Vec<Vec<f32>> = (0..5).map(|_| near(&face, &mut rng)).collect();
+        let r = call(
+            "PUT",
+            &format!("{u}/v1/users/{user}/template?count=5"),
+            Some(&id.template(&samples)),
+        );
+        assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+
+        // Genuine: another photo of the same face.
+        let genuine = near(&face, &mut rng);
+        let r = call(
+            "POST",
+            &format!("{u}/v1/users/{user}/verify"),
+            Some(&id.probe(&genuine)),
+        );
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        assert_eq!(r.content_type, "application/octet-stream");
+        assert_eq!(r.header("x-template-count"), Some("5"));
+        let cos = id.check_scores(&r.body, &samples, &genuine);
+        assert!(cos.iter().all(|&c| c > 0.9), "genuine {cos:?}");
+
+        // Impostor: an unrelated face.
+        let impostor = embedding(&mut rng);
+        let r = call(
+            "POST",
+            &format!("{u}/v1/users/{user}/verify"),
+            Some(&id.probe(&impostor)),
+        );
+        assert_eq!(r.status, 200);
+        let cos = id.check_scores(&r.body, &samples, &impostor);
+        assert!(cos.iter().all(|&c| c < 0.5), "impostor {cos:?}");
+
+        // Re-enrollment replaces the template (and whatever the server had
+        // cached of it).
+        let samples: Vec<Vec<f32>> = (0..3).map(|_| near(&face, &mut rng)).collect();
+        let r = call(
+            "PUT",
+            &format!("{u}/v1/users/{user}/template?count=3"),
+            Some(&id.template(&samples)),
+        );
+        assert_eq!(r.status, 204);
+        let r = call(
+            "POST",
+            &format!("{u}/v1/users/{user}/verify"),
+            Some(&id.probe(&genuine)),
+        );
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("x-template-count"), Some("3"));
+        assert!(r
+            .header("server-timing")
+            .is_some_and(|t| t.contains("match;dur=")));
+        let cos = id.check_scores(&r.body, &samples, &genuine);
+        assert!(cos.iter().all(|&c| c > 0.9), "genuine {cos:?}");
+
+        let info = call("GET", &format!("{u}/v1/users/{user}"), None);
+        assert_eq!(info.status, 200);
+        let info = info.json();
+        assert_eq!(info["template_count"], 3);
+        assert_eq!(info["verifications"], 3);
+        assert_eq!(info["relin_key_bytes"].is_null(), !with_rk);
+    }
+    assert_eq!(
+        count_rows(&db, "SELECT count(*) FROM audit WHERE outcome = 'ok'"),
+        6
+    );
+
+    // DELETE removes everything of that user, and only that user.
+    let r = call("DELETE", &format!("{u}/v1/users/alice"), None);
+    assert_eq!(r.status, 204);
+    for table in ["users", "templates", "audit"] {
+        assert_eq!(
+            count_rows(
+                &db,
+                &format!("SELECT count(*) FROM {table} WHERE user = 'alice'")
+            ),
+            0,
+            "{table}"
+        );
+        assert_eq!(
+            count_rows(
+                &db,
+                &format!("SELECT count(*) FROM {table} WHERE user = 'bob.b-2_'")
+            ),
+            if table == "audit" { 3 } else { 1 },
+            "{table}"
+        );
+    }
+    call("GET", &format!("{u}/v1/users/alice"), None).expect_error(404, "unknown_user");
+    call("DELETE", &format!("{u}/v1/users/alice"), None).expect_error(404, "unknown_user");
+    // The name is free again.
+    let mut id = Identity::new(3);
+    let r = call(
+        "PUT",
+        &format!("{u}/v1/users/alice/keys"),
+        Some(&id.keys_body(false)),
+    );
+    assert_eq!(r.status, 201);
+}
+
+#[test]
+fn every_error_is_json_and_writes_nothing() {
+    let dir = temp_dir("errors");
+    let db = dir.join("blindmatch.db");
+    let srv = Server::start(&dir, &[]);
+    let u = srv.url.clone();
+    let params = Params::auth4096();
+
+    let mut id = Identity::new(11);
+    let mut rng = Prng::from_seed([9; 32]);
+    let face = embedding(&mut rng);
+    let keys = id.keys_body(false);
+    assert_eq!(
+        call("PUT", &format!("{u}/v1/users/carol/keys"), Some(&keys)).status,
+        201
+    );
+    let template = id.template(std::slice::from_ref(&face));
+    assert_eq!(
+        call(
+            "PUT",
+            &format!("{u}/v1/users/carol/template?count=1"),
+            Some(&template)
+        )
+        .status,
+        204
+    );
+    assert_eq!(
+        call("PUT", &format!("{u}/v1/users/dave/keys"), Some(&keys)).status,
+        201
+    );
+    let before = snapshot(&db);
+
+    let probe = id.probe(&face);
+    let limits = call("GET", &format!("{u}/v1/params"), None).json()["limits"].clone();
+    let ct_limit = limits["ciphertext"].as_u64().unwrap() as usize;
+    let keys_limit = limits["keys"].as_u64().unwrap() as usize;
+
+    // A transparent ciphertext: c1 = 0.
+    let transparent = {
+        let ct = Ciphertext::from_bytes(&params, &probe).unwrap();
+        let ev = Evaluator::new(&params);
+        let mut z = ev.sub(&ct, &ct).unwrap();
+        let pt = CoefficientEncoder::new(&params).encode(&[5]).unwrap();
+        ev.add_plain_assign(&mut z, &pt).unwrap();
+        assert!(z.is_transparent());
+        z.to_bytes()
+    };
+    // A size-3 ciphertext (a product) where a fresh one is expected.
+    let size3 = {
+        let ct = Ciphertext::from_bytes(&params, &probe).unwrap();
+        Evaluator::new(&params)
+            .multiply(&ct, &ct)
+            .unwrap()
+            .to_bytes()
+    };
+    let mut wrong_params = probe.clone();
+    wrong_params[8] ^= 0x5a;
+    let mut bad_magic = probe.clone();
+    bad_magic[0] = b'X';
+    let mut trailing = probe.clone();
+    trailing.push(0);
+    let truncated = &probe[..probe.len() - 7];
+    let pk_bytes = id.pk.to_bytes();
+
+    let verify = |user: &str| format!("{u}/v1/users/{user}/verify");
+    let template_url = |user: &str, q: &str| format!("{u}/v1/users/{user}/template{q}");
+    let keys_url = |user: &str| format!("{u}/v1/users/{user}/keys");
+    let long_name = "x".repeat(65);
+    let cases: Vec<Case> = vec![
+        (
+            "POST",
+            verify("nobody"),
+            Some(probe.clone()),
+            404,
+            "unknown_user",
+        ),
+        (
+            "PUT",
+            template_url("nobody", ""),
+            Some(template.clone()),
+            404,
+            "unknown_user",
+        ),
+        (
+            "DELETE",
+            format!("{u}/v1/users/nobody"),
+            None,
+            404,
+            "unknown_user",
+        ),
+        (
+            "GET",
+            format!("{u}/v1/users/nobody"),
+            None,
+            404,
+            "unknown_user",
+        ),
+        (
+            "POST",
+            verify("dave"),
+            Some(probe.clone()),
+            404,
+            "no_template",
+        ),
+        (
+            "POST",
+            verify(&long_name),
+            Some(probe.clone()),
+            400,
+            "bad_name",
+        ),
+        (
+            "POST",
+            verify("a%20b"),
+            Some(probe.clone()),
+            400,
+            "bad_name",
+        ),
+        (
+            "POST",
+            verify(".hidden"),
+            Some(probe.clone()),
+            400,
+            "bad_name",
+        ),
+        (
+            "POST",
+            verify("carol"),
+            Some(wrong_params.clone()),
+            422,
+            "wrong_params",
+        ),
+        (
+            "POST",
+            verify("carol"),
+            Some(truncated.to_vec()),
+            400,
+            "truncated",
+        ),
+        ("POST", verify("carol"), Some(Vec::new()), 400, "truncated"),
+        (
+            "POST",
+            verify("carol"),
+            Some(bad_magic.clone()),
+            400,
+            "malformed",
+        ),
+        (
+            "POST",
+            verify("carol"),
+            Some(trailing.clone()),
+            400,
+            "malformed",
+        ),
+        (
+            "POST",
+            verify("carol"),
+            Some(transparent.clone()),
+            422,
+            "transparent",
+        ),
+        (
+            "POST",
+            verify("carol"),
+            Some(size3.clone()),
+            422,
+            "bad_ciphertext",
+        ),
+        (
+            "POST",
+            verify("carol"),
+            Some(pk_bytes.clone()),
+            400,
+            "wrong_kind",
+        ),
+        (
+            "POST",
+            verify("carol"),
+            Some(vec![0; ct_limit + 1]),
+            413,
+            "body_too_large",
+        ),
+        (
+            "PUT",
+            template_url("carol", ""),
+            Some(transparent.clone()),
+            422,
+            "transparent",
+        ),
+        (
+            "PUT",
+            template_url("carol", ""),
+            Some(wrong_params.clone()),
+            422,
+            "wrong_params",
+        ),
+        (
+            "PUT",
+            template_url("carol", ""),
+            Some(truncated.to_vec()),
+            400,
+            "truncated",
+        ),
+        (
+            "PUT",
+            template_url("carol", ""),
+            Some(size3.clone()),
+            422,
+            "bad_ciphertext",
+        ),
+        (
+            "PUT",
+            template_url("carol", "?count=0"),
+            Some(template.clone()),
+            400,
+            "bad_count",
+        ),
+        (
+            "PUT",
+            template_url("carol", "?count=33"),
+            Some(template.clone()),
+            400,
+            "bad_count",
+        ),
+        (
+            "PUT",
+            template_url("carol", "?count=x"),
+            Some(template.clone()),
+            400,
+            "bad_query",
+        ),
+        (
+            "PUT",
+            template_url("carol", ""),
+            Some(vec![0; ct_limit + 1]),
+            413,
+            "body_too_large",
+        ),
+        (
+            "PUT",
+            keys_url("carol"),
+            Some(keys.clone()),
+            409,
+            "user_exists",
+        ),
+        (
+            "PUT",
+            keys_url("erin"),
+            Some(keys[..keys.len() - 3].to_vec()),
+            400,
+            "truncated",
+        ),
+        ("PUT", keys_url("erin"), Some(vec![1, 0]), 400, "truncated"),
+        (
+            "PUT",
+            keys_url("erin"),
+            Some(frame_keys(&probe, None)),
+            400,
+            "wrong_kind",
+        ),
+        (
+            "PUT",
+            keys_url("erin"),
+            Some(frame_keys(&pk_bytes[..100], None)),
+            400,
+            "truncated",
+        ),
+        (
+            "PUT",
+            keys_url("erin"),
+            Some(frame_keys(&pk_bytes, Some(&pk_bytes))),
+            400,
+            "wrong_kind",
+        ),
+        (
+            "PUT",
+            keys_url("erin"),
+            Some([keys.clone(), vec![0]].concat()),
+            400,
+            "malformed",
+        ),
+        (
+            "PUT",
+            keys_url("erin"),
+            Some(frame_keys(&[], None)),
+            400,
+            "malformed",
+        ),
+        (
+            "PUT",
+            keys_url("erin"),
+            Some(vec![0; keys_limit + 1]),
+            413,
+            "body_too_large",
+        ),
+        (
+            "POST",
+            format!("{u}/v1/galleries/g/identify"),
+            Some(b"{}".to_vec()),
+            404,
+            "identify_disabled",
+        ),
+        (
+            "POST",
+            format!("{u}/v1/galleries/g/templates"),
+            Some(template.clone()),
+            404,
+            "identify_disabled",
+        ),
+        ("GET", format!("{u}/v1/nothing"), None, 404, "not_found"),
+        (
+            "PATCH",
+            verify("carol"),
+            Some(probe.clone()),
+            405,
+            "method_not_allowed",
+        ),
+    ];
+    for (method, url, body, status, code) in &cases {
+        let r = call(method, url, body.as_deref());
+        r.expect_error(*status, code);
+        assert_eq!(r.header("content-security-policy"), Some(CSP));
+    }
+    // The bad-input corpus of the format tests, sent as probes, templates
+    // and key bodies: every file is a 4xx JSON error.
+    let mut corpus = 0;
+    for entry in std::fs::read_dir("tests/data/bad").unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        for (method, url, body) in [
+            ("POST", verify("carol"), bytes.clone()),
+            ("PUT", template_url("carol", ""), bytes.clone()),
+            ("PUT", keys_url("erin"), frame_keys(&bytes, None)),
+        ] {
+            let r = call(method, &url, Some(&body));
+            assert!((400..500).contains(&r.status), "{} {url}", r.status);
+            assert!(r.json()["code"].is_string());
+            corpus += 1;
+        }
+    }
+    assert!(corpus >= 100, "{corpus}");
+    assert_eq!(
+        snapshot(&db),
+        before,
+        "a refused request changed the database"
+    );
+    assert_eq!(call("GET", &format!("{u}/healthz"), None).status, 200);
+}
+
+#[test]
+fn static_files_have_csp_and_wasm_type() {
+    let dir = temp_dir("static");
+    std::fs::create_dir_all(dir.join("www/js")).unwrap();
+    std::fs::create_dir_all(dir.join("pkg")).unwrap();
+    std::fs::write(dir.join("www/index.html"), "<!doctype html><p>hi</p>").unwrap();
+    std::fs::write(dir.join("www/js/app.js"), "console.log(1)").unwrap();
+    std::fs::write(dir.join("www/.secret"), "no").unwrap();
+    std::fs::write(dir.join("pkg/blindmatch_bg.wasm"), b"\0asm\x01\0\0\0").unwrap();
+    let srv = Server::start(&dir, &[]);
+    let u = &srv.url;
+    let r = call("GET", &format!("{u}/"), None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.content_type, "text/html; charset=utf-8");
+    assert_eq!(r.body, b"<!doctype html><p>hi</p>");
+    assert_eq!(r.header("content-security-policy"), Some(CSP));
+    assert!(CSP.contains("script-src 'self' 'wasm-unsafe-eval';"));
+    assert!(!CSP.contains("unsafe-inline") && !CSP.contains('*'));
+    assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    assert!(r.header("x-request-id").is_some());
+    let r = call("GET", &format!("{u}/js/app.js"), None);
+    assert!(r.content_type.starts_with("text/javascript"));
+    let r = call("GET", &format!("{u}/pkg/blindmatch_bg.wasm"), None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.content_type, "application/wasm");
+    assert_eq!(r.header("content-security-policy"), Some(CSP));
+    for bad in [
+        "/.secret",
+        "/%2e%2e/server.log",
+        "/js/..%2f..%2fserver.log",
+        "/missing.js",
+    ] {
+        call("GET", &format!("{u}{bad}"), None).expect_error(404, "not_found");
+    }
+    call("POST", &format!("{u}/index.html"), Some(b"x")).expect_error(405, "method_not_allowed");
+}
+
+#[test]
+fn acknowledged_enrollments_survive_kill_9() {
+    let dir = temp_dir("durable");
+    let db = dir.join("blindmatch.db");
+    let mut id = Identity::new(21);
+    let keys = id.keys_body(false);
+    let mut rng = Prng::from_os().unwrap();
+    // A few distinct templates, sent in rotation; the stored bytes must be
+    // exactly one of them.
+    let faces: Vec<Vec<f32>> = (0..3).map(|_| embedding(&mut rng)).collect();
+    let templates: Vec<Vec<u8>> = (0..3)
+        .map(|k| id.template(&[faces[k].clone(), faces[(k + 1) % 3].clone()]))
+        .collect();
+    // (user, template index) of every enrollment acknowledged with 2xx, and
+    // the in-flight one when the server died (it may or may not be stored).
+    let mut acked: Vec<(String, usize)> = Vec::new();
+    let mut attempted: Vec<(String, usize)> = Vec::new();
+    let mut next = 0usize;
+    let rounds = 4;
+    for round in 0..rounds {
+        let srv = Server::start(&dir, &[]);
+        let child = srv.child.clone();
+        let delay = 150 + (rng.next_u32() % 600) as u64;
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(delay));
+            let mut c = child.lock().unwrap();
+            let _ = c.kill(); // SIGKILL
+            let _ = c.wait();
+        });
+        let start = Instant::now();
+        let mut ok_this_round = 0;
+        loop {
+            let user = format!("user{next}");
+            let k = next % templates.len();
+            next += 1;
+            attempted.push((user.clone(), k));
+            let r = try_call(
+                "PUT",
+                &format!("{}/v1/users/{user}/keys", srv.url),
+                Some(&keys),
+            );
+            match r {
+                Ok(r) if r.status == 201 => {}
+                Ok(r) => panic!("keys: {} {}", r.status, String::from_utf8_lossy(&r.body)),
+                Err(_) => break,
+            }
+            let r = try_call(
+                "PUT",
+                &format!("{}/v1/users/{user}/template?count=2", srv.url),
+                Some(&templates[k]),
+            );
+            match r {
+                Ok(r) if r.status == 204 => {
+                    acked.push((user, k));
+                    ok_this_round += 1;
+                }
+                Ok(r) => panic!(
+                    "template: {} {}",
+                    r.status,
+                    String::from_utf8_lossy(&r.body)
+                ),
+                Err(_) => break,
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the kill never came"
+            );
+        }
+        killer.join().unwrap();
+        eprintln!(
+            "round {round}: killed after {delay} ms, {ok_this_round} enrollments acknowledged"
+        );
+    }
+    assert!(
+        acked.len() >= rounds,
+        "too few enrollments to test: {}",
+        acked.len()
+    );
+
+    // Restart on the same file: every acknowledged enrollment is there, byte
+    // for byte; anything else present is a complete copy of what was sent.
+    let srv = Server::start(&dir, &[]);
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let ok: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    let stored = |user: &str| -> Option<(Vec<u8>, u32)> {
+        conn.query_row(
+            "SELECT ciphertext, count FROM templates WHERE user = ?1",
+            [user],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .ok()
+    };
+    for (user, k) in &acked {
+        let (bytes, count) = stored(user).unwrap_or_else(|| panic!("{user} lost"));
+        assert_eq!(count, 2);
+        assert!(bytes == templates[*k], "{user}: template bytes changed");
+    }
+    for (user, k) in &attempted {
+        if let Some((bytes, count)) = stored(user) {
+            assert_eq!(count, 2);
+            assert!(bytes == templates[*k], "{user}: half-written template");
+        }
+    }
+    let n_templates: i64 = conn
+        .query_row("SELECT count(*) FROM templates", [], |r| r.get(0))
+        .unwrap();
+    assert!(n_templates as usize >= acked.len());
+    // And they still verify: one of each template over HTTP.
+    for k in 0..templates.len() {
+        let Some((user, _)) = acked.iter().find(|(_, kk)| *kk == k) else {
+            continue;
+        };
+        let probe = faces[k].clone();
+        let r = call(
+            "POST",
+            &format!("{}/v1/users/{user}/verify", srv.url),
+            Some(&id.probe(&probe)),
+        );
+        assert_eq!(r.status, 200);
+        id.check_scores(
+            &r.body,
+            &[faces[k].clone(), faces[(k + 1) % 3].clone()],
+            &probe,
+        );
+    }
+    eprintln!(
+        "durability: {} acknowledged enrollments over {rounds} kill -9 rounds, all intact",
+        acked.len()
+    );
+}
+
+#[test]
+fn concurrent_load_loses_nothing() {
+    // 2,000 verifications with optimizations; fewer in an unoptimized build
+    // (a verification there is ~10x slower). BLINDMATCH_LOAD_N overrides.
+    let total: usize = std::env::var("BLINDMATCH_LOAD_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if cfg!(debug_assertions) { 120 } else { 2000 });
+    let clients = 4;
+    let dir = temp_dir("load");
+    let db = dir.join("blindmatch.db");
+    let srv = Server::start(&dir, &[]);
+    let u = srv.url.clone();
+    let mut id = Identity::new(31);
+    let mut rng = Prng::from_seed([3; 32]);
+    let samples: Vec<Vec<f32>> = (0..32).map(|_| embedding(&mut rng)).collect();
+    assert_eq!(
+        call(
+            "PUT",
+            &format!("{u}/v1/users/load/keys"),
+            Some(&id.keys_body(false))
+        )
+        .status,
+        201
+    );
+    assert_eq!(
+        call(
+            "PUT",
+            &format!("{u}/v1/users/load/template"),
+            Some(&id.template(&samples))
+        )
+        .status,
+        204
+    );
+    let probes: Vec<(Vec<f32>, Vec<u8>)> = (0..clients)
+        .map(|_| {
+            let e = embedding(&mut rng);
+            let p = id.probe(&e);
+            (e, p)
+        })
+        .collect();
+    // Sequential first: the server's added cost (HTTP, store, parsing) per
+    // request against the matching time it reports in Server-Timing.
+    let mut overhead = Vec::new();
+    let mut store_share = Vec::new();
+    let agent = ureq::AgentBuilder::new().build(); // keep-alive
+    for (_, probe) in probes.iter().cycle().take(12) {
+        let t = Instant::now();
+        let r = agent
+            .post(&format!("{u}/v1/users/load/verify"))
+            .send_bytes(probe)
+            .unwrap();
+        let timing = r
+            .header("server-timing")
+            .expect("server-timing")
+            .to_string();
+        let mut reply = Vec::new();
+        r.into_reader().read_to_end(&mut reply).unwrap();
+        let total = t.elapsed().as_secs_f64() * 1e3;
+        let dur = |name: &str| -> f64 {
+            timing
+                .split(", ")
+                .find_map(|p| p.strip_prefix(&format!("{name};dur=")))
+                .and_then(|v| v.parse().ok())
+                .expect("duration")
+        };
+        let matching = dur("match");
+        overhead.push((total - matching) / matching);
+        store_share.push(dur("db") / matching);
+    }
+    store_share.sort_by(f64::total_cmp);
+    overhead.sort_by(f64::total_cmp);
+    let keys = id.keys_body(false);
+    let template = id.template(&samples[..1]);
+    let start = Instant::now();
+    let reenroll: Vec<Vec<u8>> = (0..3).map(|_| id.template(&samples)).collect();
+    let results: Vec<(Vec<Duration>, Vec<Vec<u8>>, usize)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let (u, probes, keys, template, reenroll) =
+                    (&u, &probes, &keys, &template, &reenroll);
+                s.spawn(move || {
+                    let mut lat = Vec::new();
+                    let mut kept = Vec::new();
+                    let mut enrolled = 0;
+                    for i in (c..total).step_by(clients) {
+                        let t = Instant::now();
+                        let r = call(
+                            "POST",
+                            &format!("{u}/v1/users/load/verify"),
+                            Some(&probes[c].1),
+                        );
+                        lat.push(t.elapsed());
+                        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+                        if (i / clients) % 10 == 0 {
+                            kept.push(r.body);
+                        }
+                        // The verified user re-enrolls now and then (same
+                        // samples, fresh encryption): cached state must
+                        // never mix two templates.
+                        if c == 0 && i % 100 == 0 {
+                            let t = &reenroll[(i / 100) % reenroll.len()];
+                            let r = call("PUT", &format!("{u}/v1/users/load/template"), Some(t));
+                            assert_eq!(r.status, 204);
+                        }
+                        // Writes interleaved with the reads: one enrollment
+                        // per 20 verifications.
+                        if i % 20 == 0 {
+                            let user = format!("w{i}");
+                            let r = call("PUT", &format!("{u}/v1/users/{user}/keys"), Some(keys));
+                            assert_eq!(r.status, 201);
+                            let r = call(
+                                "PUT",
+                                &format!("{u}/v1/users/{user}/template?count=1"),
+                                Some(template),
+                            );
+                            assert_eq!(r.status, 204);
+                            enrolled += 1;
+                        }
+                    }
+                    (lat, kept, enrolled)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let secs = start.elapsed().as_secs_f64();
+    let mut lat: Vec<Duration> = results.iter().flat_map(|r| r.0.clone()).collect();
+    lat.sort();
+    assert_eq!(lat.len(), total);
+    let mut checked = 0;
+    for (c, r) in results.iter().enumerate() {
+        for reply in &r.1 {
+            id.check_scores(reply, &samples, &probes[c].0);
+            checked += 1;
+        }
+    }
+    assert!(checked >= total / clients / 10);
+    let enrolled: usize = results.iter().map(|r| r.2).sum();
+    // No lost writes: one audit row per verification, every enrollment.
+    assert_eq!(
+        count_rows(&db, "SELECT count(*) FROM audit WHERE user = 'load'") as usize,
+        total + 12
+    );
+    assert_eq!(
+        count_rows(&db, "SELECT count(*) FROM templates WHERE user LIKE 'w%'") as usize,
+        enrolled
+    );
+    let pct = |p: f64| lat[((lat.len() as f64 * p) as usize).min(lat.len() - 1)];
+    eprintln!(
+        "load: {total} verifications from {clients} clients in {secs:.1} s: {:.1}/s, p50 {:.1} ms, p99 {:.1} ms ({} build)",
+        total as f64 / secs,
+        pct(0.50).as_secs_f64() * 1e3,
+        pct(0.99).as_secs_f64() * 1e3,
+        if cfg!(debug_assertions) { "debug" } else { "release" }
+    );
+    eprintln!(
+        "load: sequential requests on one keep-alive connection: everything but matching (HTTP both ways, store, parsing, queue) = {:.1}% of the matching time, of which the store (audit commit) {:.1}% (medians of {})",
+        overhead[overhead.len() / 2] * 100.0,
+        store_share[store_share.len() / 2] * 100.0,
+        overhead.len()
+    );
+}
+
+#[test]
+fn one_to_n_identify_with_service_key() {
+    let dir = temp_dir("identify");
+    let keydir = dir.join("keys");
+    let out = server_cmd()
+        .arg("keygen")
+        .arg("--out")
+        .arg(&keydir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(keydir.join("service.sk"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o077, 0, "service.sk is readable by others");
+    }
+    let sk_path = keydir.join("service.sk");
+    let srv = Server::start(&dir, &["--service-key", sk_path.to_str().unwrap()]);
+    let u = srv.url.clone();
+    let params = Params::auth4096();
+    let pk_bytes = call("GET", &format!("{u}/v1/service/public-key"), None);
+    assert_eq!(pk_bytes.status, 200);
+    let pk = PublicKey::from_bytes(&params, &pk_bytes.body).unwrap();
+    let q = Quantizer::new(&params, DIM).unwrap();
+    let mut rng = Prng::from_seed([44; 32]);
+    let people: Vec<Vec<f32>> = (0..40).map(|_| embedding(&mut rng)).collect();
+    for (chunk, first) in [(&people[..32], 0), (&people[32..], 32)] {
+        let refs: Vec<&[f32]> = chunk.iter().map(|e| e.as_slice()).collect();
+        let ct = client::encrypt_templates_public(&pk, &q, &refs, &mut rng).unwrap();
+        let r = call(
+            "POST",
+            &format!("{u}/v1/galleries/staff/templates?count={}", chunk.len()),
+            Some(&ct.to_bytes()),
+        );
+        assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+        assert_eq!(r.json()["first_index"], first);
+    }
+    let identify = |url: &str, who: usize, rng: &mut Prng| {
+        let probe = near(&people[who], rng);
+        let body =
+            serde_json::to_vec(&serde_json::json!({"embedding": probe, "top_k": 3})).unwrap();
+        let r = call_json(&format!("{url}/v1/galleries/staff/identify"), &body);
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        let v = r.json();
+        assert_eq!(v["matches"].as_array().unwrap().len(), 3);
+        assert_eq!(v["matches"][0]["index"], who, "{v}");
+        assert!(v["matches"][0]["cosine"].as_f64().unwrap() > 0.9);
+    };
+    identify(&u, 35, &mut rng);
+    identify(&u, 3, &mut rng);
+    call_json(
+        &format!("{u}/v1/galleries/nobody/identify"),
+        br#"{"embedding": []}"#,
+    )
+    .expect_error(404, "unknown_gallery");
+    call_json(&format!("{u}/v1/galleries/staff/identify"), b"{not json")
+        .expect_error(400, "bad_json");
+    call_json(
+        &format!("{u}/v1/galleries/staff/identify"),
+        br#"{"embedding": [1.0, 2.0]}"#,
+    )
+    .expect_error(400, "bad_input");
+    // The gallery is rebuilt from the store after a restart.
+    drop(srv);
+    let srv = Server::start(&dir, &["--service-key", sk_path.to_str().unwrap()]);
+    identify(&srv.url, 35, &mut rng);
+}
+
+/// Sets `bits` bits starting at bit `offset` (LSB first) to one.
+fn set_bits(bytes: &mut [u8], offset: usize, bits: usize) {
+    for b in offset..offset + bits {
+        bytes[b / 8] |= 1 << (b % 8);
+    }
+}
+
+/// A corruption of a valid object that can never be valid: a truncation, an
+/// extension, a changed header byte, a residue forced to 2^bits - 1 (above
+/// its prime), a changed size or limb byte, or another kind of object.
+fn mutate(obj: &[u8], others: &[&[u8]], rng: &mut Prng) -> Vec<u8> {
+    let mut m = obj.to_vec();
+    match rng.next_u32() % 6 {
+        0 => m.truncate(rng.next_u32() as usize % obj.len()),
+        1 => {
+            let k = 1 + rng.next_u32() as usize % 64;
+            m.extend((0..k).map(|_| rng.next_u32() as u8));
+        }
+        2 => {
+            let i = rng.next_u32() as usize % 16;
+            m[i] ^= 1 + (rng.next_u32() % 255) as u8;
+        }
+        3 => {
+            // Objects whose body starts at byte 16 (keys) or 18 (ciphertexts);
+            // every prime is a 29-bit prime, so all-ones is out of range.
+            let start = if obj[6] == 6 { 18 } else { 16 };
+            let j = rng.next_u32() as usize % 4096;
+            set_bits(&mut m, start * 8 + 29 * j, 29);
+        }
+        4 if obj[6] == 6 => {
+            let i = 16 + rng.next_u32() as usize % 2;
+            let old = m[i];
+            while m[i] == old {
+                m[i] = rng.next_u32() as u8;
+            }
+        }
+        _ => m = others[rng.next_u32() as usize % others.len()].to_vec(),
+    }
+    m
+}
+
+#[test]
+fn corrupted_bodies_are_refused_and_change_nothing() {
+    // BLINDMATCH_MUTATIONS overrides the count (about 15 s unoptimized on 2 busy cores).
+    let total: usize = std::env::var("BLINDMATCH_MUTATIONS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let dir = temp_dir("mutate");
+    let db = dir.join("blindmatch.db");
+    let srv = Server::start(&dir, &[]);
+    let u = srv.url.clone();
+    let mut id = Identity::new(51);
+    let mut rng = Prng::from_seed([51; 32]);
+    let face = embedding(&mut rng);
+    let pk = id.pk.to_bytes();
+    let rk = RelinKey::new_with(&id.sk, &mut rng).to_bytes();
+    assert_eq!(
+        call(
+            "PUT",
+            &format!("{u}/v1/users/carol/keys"),
+            Some(&frame_keys(&pk, None))
+        )
+        .status,
+        201
+    );
+    let template = id.template(std::slice::from_ref(&face));
+    assert_eq!(
+        call(
+            "PUT",
+            &format!("{u}/v1/users/carol/template"),
+            Some(&template)
+        )
+        .status,
+        204
+    );
+    let probe = id.probe(&face);
+    let expanded = Ciphertext::from_bytes(&Params::auth4096(), &probe)
+        .unwrap()
+        .to_bytes_expanded();
+    let before = snapshot(&db);
+    let others: Vec<&[u8]> = vec![&pk, &rk, &template];
+    let agent = ureq::AgentBuilder::new()
+        .timeout(Duration::from_secs(60))
+        .build();
+    let start = Instant::now();
+    let mut statuses = std::collections::BTreeMap::new();
+    for i in 0..total {
+        let (url, body) = match i % 4 {
+            0 => (
+                format!("{u}/v1/users/carol/verify"),
+                mutate(
+                    if i % 8 == 0 { &probe } else { &expanded },
+                    &[&pk, &rk],
+                    &mut rng,
+                ),
+            ),
+            1 => (
+                format!("{u}/v1/users/carol/template"),
+                mutate(&template, &[&pk, &rk], &mut rng),
+            ),
+            2 => (
+                format!("{u}/v1/users/erin/keys"),
+                frame_keys(&mutate(&pk, &[&template, &rk], &mut rng), None),
+            ),
+            _ => {
+                let mut m = frame_keys(&pk, Some(&mutate(&rk, &others[..1], &mut rng)));
+                if rng.next_u32() % 4 == 0 {
+                    // Or a broken frame around valid keys.
+                    m = frame_keys(&pk, Some(&rk));
+                    let at = rng.next_u32() as usize % 4;
+                    m[at] ^= 1 + (rng.next_u32() % 255) as u8;
+                }
+                (format!("{u}/v1/users/erin/keys"), m)
+            }
+        };
+        let method = if url.ends_with("verify") {
+            "POST"
+        } else {
+            "PUT"
+        };
+        let resp = agent.request(method, &url).send_bytes(&body);
+        let (status, body) = match resp {
+            Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
+            Err(ureq::Error::Status(s, r)) => (s, r.into_string().unwrap_or_default()),
+            Err(e) => panic!("mutation {i}: transport error {e}"),
+        };
+        assert!(
+            (400..500).contains(&status),
+            "mutation {i} to {url}: {status} {body}"
+        );
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        let code = v["code"].as_str().unwrap().to_string();
+        *statuses.entry((status, code)).or_insert(0usize) += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    assert_eq!(snapshot(&db), before, "a refused body changed the database");
+    assert_eq!(call("GET", &format!("{u}/healthz"), None).status, 200);
+    eprintln!("mutations: {total} corrupted bodies in {secs:.1} s, all refused: {statuses:?}");
+}
+
+#[test]
+fn serve_reads_env_and_refuses_a_newer_schema() {
+    let dir = temp_dir("env");
+    let db = dir.join("env.db");
+    // Flags from the environment only.
+    let mut child = server_cmd()
+        .arg("serve")
+        .env("BLINDMATCH_BIND", "127.0.0.1:0")
+        .env("BLINDMATCH_DB", &db)
+        .env("BLINDMATCH_THREADS", "1")
+        .env("BLINDMATCH_WWW", dir.join("www"))
+        .env("BLINDMATCH_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("blindmatch-server listening on ")
+        .unwrap()
+        .trim_end_matches('/')
+        .to_string();
+    let h = call("GET", &format!("{url}/healthz"), None).json();
+    assert_eq!(h["threads"], 1);
+    assert_eq!(h["schema_version"], blindmatch::server::SCHEMA_VERSION);
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(db.exists());
+    // A database from a newer build is refused, not modified.
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE schema_version SET version = 99", [])
+        .unwrap();
+    let out = server_cmd()
+        .args(["serve", "--bind", "127.0.0.1:0", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("newer"), "{err}");
+    assert_eq!(count_rows(&db, "SELECT version FROM schema_version"), 99);
+}
