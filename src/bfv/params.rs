@@ -303,7 +303,6 @@ impl Params {
         &self.0.levels[l - 1]
     }
 
-
     /// Constants for ciphertext multiplication.
     pub(crate) fn mul_consts(&self) -> &MulConsts {
         self.0.mul.get_or_init(|| {
