@@ -29,6 +29,12 @@ echo "== native: criterion (cargo bench --bench ntt --bench bfv --bench matching
 rm -rf target/criterion
 cargo bench --bench ntt --bench bfv --bench matching -- "${CRIT_ARGS[@]}" 2>&1 | grep -E '^(forward|inverse|mul|mul_acc|bfv|matching)/|time:' || true
 
+echo "== server: blindmatch-server bench (1:1 and 1:N throughput, one core and all cores) =="
+cargo build --quiet --release --features server --bin blindmatch-server
+if [ "$QUICK" = 1 ]; then GALLERY=100000; else GALLERY=1000000; fi
+SERVER_ROWS="$(target/release/blindmatch-server bench --verifications 60 --gallery "$GALLERY" 2>/dev/null)"
+echo "$SERVER_ROWS"
+
 echo "== sizes on the wire =="
 SIZE_ROWS="$(cargo run --quiet --release --example sizes)"
 echo "$SIZE_ROWS"
@@ -54,7 +60,7 @@ WASM_ROWS="$(node bench/wasm_ntt.mjs "$WASM_TMP/simd" "$WASM_TMP/baseline" $([ "
 echo "$WASM_ROWS"
 
 COMMAND="scripts/bench.sh$([ "$QUICK" = 1 ] && echo ' --quick')"
-SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
+SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo
 cat bench/results.tsv
 echo

@@ -89,7 +89,6 @@ for area, op, ours, peer, peer_us in rows:
     if ours is None or peer_us is None:
         continue
     tsv.append(f"{area}\t{op}\t{ours:.3f}\t{peer}\t{peer_us:.3f}\t{peer_us / ours:.2f}")
-(out / "results.tsv").write_text("\n".join(tsv) + "\n")
 
 cpu = "unknown"
 try:
@@ -144,6 +143,21 @@ if "identify_scores_1core" in seal:
     us = float(seal["identify_scores_1core"])
     md.append(f"| Microsoft SEAL (multiply_plain, NTT form) | 1 | {us / 1000:.1f} | {100000 / (us / 1e6):,.0f} |")
 
+server = os.environ.get("SERVER_ROWS", "").strip()
+if server:
+    md += ["", "## blindmatch-server bench (this machine)", "", "```", server, "```"]
+    for line in server.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[0] in ("verify_1to1", "identify_1toN"):
+            # ours_us: microseconds per verification, or per template
+            # comparison; no peer on these rows.
+            rate = [p for p in parts if p.endswith("/s") or "/s " in p]
+            try:
+                per_s = float(rate[0].split()[0])
+            except (IndexError, ValueError):
+                continue
+            tsv.append(f"server\t{parts[0]}/{parts[1]}\t{1e6 / per_s:.4f}\t-\t-\t-")
+
 md += ["", "## Sizes on the wire (bytes, auth4096 vs SEAL at its default 128-bit modulus)", "",
        "| object | blindmatch | SEAL |", "|---|---:|---:|"]
 for name, seal_name in (("size_ct_secret_seeded", "size_ct_secret_seeded_zstd"),
@@ -162,3 +176,4 @@ md += ["", "## ns per butterfly (n/2 · log2 n butterflies per transform)", "",
 for group, n, b, ns in butterflies:
     md.append(f"| {group} | {n} | {b} | {ns:.3f} |")
 (out / "REPORT.md").write_text("\n".join(md) + "\n")
+(out / "results.tsv").write_text("\n".join(tsv) + "\n")

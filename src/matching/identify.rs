@@ -91,6 +91,16 @@ impl Gallery {
     pub fn ciphertexts(&self) -> usize {
         self.cts.len()
     }
+
+    /// Ciphertext primes each stored ciphertext keeps.
+    pub fn stored_limbs(&self) -> usize {
+        self.stored_limbs
+    }
+
+    /// Bytes of residues held in memory (two polynomials per ciphertext).
+    pub fn memory_bytes(&self) -> usize {
+        self.cts.len() * 2 * self.stored_limbs * self.params.degree() * 4
+    }
 }
 
 /// Scores a plaintext probe against a gallery.

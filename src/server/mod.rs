@@ -365,8 +365,7 @@ fn bench(args: &BenchArgs) -> Result<(), String> {
     for _ in 0..cts {
         gallery.push(ct.clone(), per).map_err(err)?;
     }
-    // In memory: two polynomials over every prime of Q, 4 bytes a residue.
-    let gallery_bytes = gallery.ciphertexts() * 2 * params.limbs() * params.degree() * 4;
+    let gallery_bytes = gallery.memory_bytes();
     let identifier = Identifier::new(&params, dim).map_err(err)?;
     let probe_pt = identifier.prepare_probe(&embs[0]).map_err(err)?;
     for threads in [1, all] {
