@@ -59,8 +59,16 @@ echo "== wasm: Node bench =="
 WASM_ROWS="$(node bench/wasm_ntt.mjs "$WASM_TMP/simd" "$WASM_TMP/baseline" $([ "$QUICK" = 1 ] && echo --quick))"
 echo "$WASM_ROWS"
 
+echo "== npm package against node-seal 7 (Node 22 and headless Chromium, same process / same page) =="
+bash scripts/build-wasm.sh >/dev/null
+NODE22="$(bash bench/node_seal/setup.sh)"
+NODESEAL_ROWS="$("$NODE22" bench/node_seal/bench.mjs $([ "$QUICK" = 1 ] && echo --quick))"
+NODESEAL_ROWS="$NODESEAL_ROWS
+$(node bench/node_seal/page.mjs $([ "$QUICK" = 1 ] && echo --quick))"
+echo "$NODESEAL_ROWS"
+
 COMMAND="scripts/bench.sh$([ "$QUICK" = 1 ] && echo ' --quick')"
-SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
+NODESEAL_ROWS="$NODESEAL_ROWS" SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo
 cat bench/results.tsv
 echo

@@ -82,6 +82,24 @@ for line in os.environ.get("WASM_ROWS", "").splitlines():
     peer = "wasm-baseline-build" if "baseline" in op else "wasm-scalar-kernels"
     rows.append((area, op, float(ours), peer, float(peer_us)))
 
+# The npm package against node-seal (Microsoft SEAL in wasm), and our two
+# wasm builds against each other, in Node 22 and in headless Chromium.
+for line in os.environ.get("NODESEAL_ROWS", "").splitlines():
+    parts = line.split("\t")
+    if len(parts) != 4:
+        continue
+    kind, op, ours, theirs = parts
+    try:
+        ours, theirs = float(ours), float(theirs)
+    except ValueError:
+        continue
+    if kind.endswith("node-seal"):
+        where = "chromium" if kind.startswith("chromium") else "node"
+        rows.append((f"wasm-{where}", op, ours, "node-seal", theirs))
+    elif kind.endswith("wasm-builds"):
+        where = "chromium" if kind.startswith("chromium") else "node"
+        rows.append((f"wasm-{where}", op, ours, "our-baseline-build", theirs))
+
 out = ROOT / "bench"
 out.mkdir(exist_ok=True)
 tsv = ["area\top\tours_us\tpeer\tpeer_us\tratio"]
