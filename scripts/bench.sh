@@ -15,7 +15,13 @@ cd "$(dirname "$0")/.."
 ROOT="$PWD"
 
 QUICK=0
-[ "${1:-}" = "--quick" ] && QUICK=1
+QFLAG=()
+COMMAND="scripts/bench.sh"
+if [ "${1:-}" = "--quick" ]; then
+  QUICK=1
+  QFLAG=(--quick)
+  COMMAND="scripts/bench.sh --quick"
+fi
 
 bash scripts/setup.sh
 
@@ -41,7 +47,7 @@ echo "$SIZE_ROWS"
 
 echo "== Microsoft SEAL (through tenseal.sealapi, same machine, same run) =="
 SEAL_PY="$(bash scripts/seal_env.sh)"
-SEAL_ROWS="$("$SEAL_PY" scripts/bench_seal.py $([ "$QUICK" = 1 ] && echo --quick))"
+SEAL_ROWS="$("$SEAL_PY" scripts/bench_seal.py "${QFLAG[@]}")"
 echo "$SEAL_ROWS"
 
 echo "== wasm: building simd128 and baseline packages for Node =="
@@ -56,18 +62,17 @@ RUSTFLAGS="-C target-feature=-simd128" CARGO_TARGET_DIR="$ROOT/target/wasm-basel
     wasm-pack build --release --target nodejs --out-dir "$WASM_TMP/baseline" --out-name blindmatch .
 
 echo "== wasm: Node bench =="
-WASM_ROWS="$(node bench/wasm_ntt.mjs "$WASM_TMP/simd" "$WASM_TMP/baseline" $([ "$QUICK" = 1 ] && echo --quick))"
+WASM_ROWS="$(node bench/wasm_ntt.mjs "$WASM_TMP/simd" "$WASM_TMP/baseline" "${QFLAG[@]}")"
 echo "$WASM_ROWS"
 
 echo "== npm package against node-seal 7 (Node 22 and headless Chromium, same process / same page) =="
 bash scripts/build-wasm.sh >/dev/null
 NODE22="$(bash bench/node_seal/setup.sh)"
-NODESEAL_ROWS="$("$NODE22" bench/node_seal/bench.mjs $([ "$QUICK" = 1 ] && echo --quick))"
+NODESEAL_ROWS="$("$NODE22" bench/node_seal/bench.mjs "${QFLAG[@]}")"
 NODESEAL_ROWS="$NODESEAL_ROWS
-$(node bench/node_seal/page.mjs $([ "$QUICK" = 1 ] && echo --quick))"
+$(node bench/node_seal/page.mjs "${QFLAG[@]}")"
 echo "$NODESEAL_ROWS"
 
-COMMAND="scripts/bench.sh$([ "$QUICK" = 1 ] && echo ' --quick')"
 NODESEAL_ROWS="$NODESEAL_ROWS" SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo
 cat bench/results.tsv

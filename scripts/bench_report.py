@@ -176,6 +176,14 @@ if server:
                 continue
             tsv.append(f"server\t{parts[0]}/{parts[1]}\t{1e6 / per_s:.4f}\t-\t-\t-")
 
+sizes_tsv = ROOT / "target" / "wasm-sizes.tsv"
+if sizes_tsv.exists():
+    md += ["", "## npm package sizes (scripts/build-wasm.sh; budget for the simd128 .wasm: 400 KB raw, 150 KB gzipped; node-seal's .wasm is 1.27 MB raw)", "",
+           "| file | raw bytes | gzip -9 bytes |", "|---|---:|---:|"]
+    for line in sizes_tsv.read_text().splitlines()[1:]:
+        f, raw, gz = line.split("\t")
+        md.append(f"| {f} | {raw} | {gz} |")
+
 md += ["", "## Sizes on the wire (bytes, auth4096 vs SEAL at its default 128-bit modulus)", "",
        "| object | blindmatch | SEAL |", "|---|---:|---:|"]
 for name, seal_name in (("size_ct_secret_seeded", "size_ct_secret_seeded_zstd"),
