@@ -41,6 +41,11 @@ if [ "$QUICK" = 1 ]; then GALLERY=100000; else GALLERY=1000000; fi
 SERVER_ROWS="$(target/release/blindmatch-server bench --verifications 60 --gallery "$GALLERY" 2>/dev/null)"
 echo "$SERVER_ROWS"
 
+echo "== server: verify over HTTP on loopback (the bounded load test, release build) =="
+HTTP_ROWS="$(BLINDMATCH_LOAD_N=2000 cargo test --quiet --release --features server --test server \
+  concurrent_load_loses_nothing -- --nocapture 2>&1 | grep -E '^load:' || true)"
+echo "$HTTP_ROWS"
+
 echo "== sizes on the wire =="
 SIZE_ROWS="$(cargo run --quiet --release --example sizes)"
 echo "$SIZE_ROWS"
@@ -73,7 +78,7 @@ NODESEAL_ROWS="$NODESEAL_ROWS
 $(node bench/node_seal/page.mjs "${QFLAG[@]}")"
 echo "$NODESEAL_ROWS"
 
-NODESEAL_ROWS="$NODESEAL_ROWS" SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
+HTTP_ROWS="$HTTP_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo
 cat bench/results.tsv
 echo

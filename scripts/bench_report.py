@@ -176,6 +176,17 @@ if server:
                 continue
             tsv.append(f"server\t{parts[0]}/{parts[1]}\t{1e6 / per_s:.4f}\t-\t-\t-")
 
+http = os.environ.get("HTTP_ROWS", "").strip()
+if http:
+    md += ["", "## Verify over HTTP on loopback (tests/server.rs load test, release)", "", "```", http, "```"]
+    import re
+    m = re.search(r"load: (\d+) verifications from (\d+) clients .*?: ([0-9.]+)/s, p50 ([0-9.]+) ms, p99 ([0-9.]+) ms", http)
+    if m:
+        n, clients, rate, p50, p99 = m.groups()
+        tsv.append(f"http\tverify/{clients}clients/rate\t{1e6 / float(rate):.1f}\t-\t-\t-")
+        tsv.append(f"http\tverify/{clients}clients/p50\t{float(p50) * 1000:.1f}\t-\t-\t-")
+        tsv.append(f"http\tverify/{clients}clients/p99\t{float(p99) * 1000:.1f}\t-\t-\t-")
+
 sizes_tsv = ROOT / "target" / "wasm-sizes.tsv"
 if sizes_tsv.exists():
     md += ["", "## npm package sizes (scripts/build-wasm.sh; budget for the simd128 .wasm: 400 KB raw, 150 KB gzipped; node-seal's .wasm is 1.27 MB raw)", "",
