@@ -9,7 +9,9 @@
 # peer_us / ours_us, so > 1 means blindmatch is faster) and bench/REPORT.md.
 #
 #   scripts/bench.sh           full run
-#   scripts/bench.sh --quick   short measurement times (under 2 minutes)
+#   scripts/bench.sh --quick   short measurement times, smaller galleries, no
+#                              Chromium page bench and no HTTP load run (about
+#                              2 minutes once everything is built)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -26,7 +28,7 @@ fi
 bash scripts/setup.sh
 
 if [ "$QUICK" = 1 ]; then
-  CRIT_ARGS=(--warm-up-time 0.3 --measurement-time 0.7 --sample-size 20)
+  CRIT_ARGS=(--warm-up-time 0.1 --measurement-time 0.3 --sample-size 10)
 else
   CRIT_ARGS=(--warm-up-time 1 --measurement-time 3)
 fi
@@ -37,14 +39,18 @@ cargo bench --bench ntt --bench bfv --bench matching -- "${CRIT_ARGS[@]}" 2>&1 |
 
 echo "== server: blindmatch-server bench (1:1 and 1:N throughput, one core and all cores) =="
 cargo build --quiet --release --features server --bin blindmatch-server
-if [ "$QUICK" = 1 ]; then GALLERY=100000; else GALLERY=1000000; fi
+if [ "$QUICK" = 1 ]; then GALLERY=32768; else GALLERY=1000000; fi
 SERVER_ROWS="$(target/release/blindmatch-server bench --verifications 60 --gallery "$GALLERY" 2>/dev/null)"
 echo "$SERVER_ROWS"
 
-echo "== server: verify over HTTP on loopback (the bounded load test, release build) =="
-HTTP_ROWS="$(BLINDMATCH_LOAD_N=2000 cargo test --quiet --release --features server --test server \
-  concurrent_load_loses_nothing -- --nocapture 2>&1 | grep -E '^load:' || true)"
-echo "$HTTP_ROWS"
+# Verify over HTTP: full runs only (a release build of the server tests).
+HTTP_ROWS=""
+if [ "$QUICK" = 0 ]; then
+  echo "== server: verify over HTTP on loopback (the bounded load test, release build) =="
+  HTTP_ROWS="$(BLINDMATCH_LOAD_N=2000 cargo test --quiet --release --features server --test server \
+    concurrent_load_loses_nothing -- --nocapture 2>&1 | grep -E '^load:' || true)"
+  echo "$HTTP_ROWS"
+fi
 
 echo "== sizes on the wire =="
 SIZE_ROWS="$(cargo run --quiet --release --example sizes)"
@@ -74,8 +80,11 @@ echo "== npm package against node-seal 7 (Node 22 and headless Chromium, same pr
 bash scripts/build-wasm.sh >/dev/null
 NODE22="$(bash bench/node_seal/setup.sh)"
 NODESEAL_ROWS="$("$NODE22" bench/node_seal/bench.mjs "${QFLAG[@]}")"
-NODESEAL_ROWS="$NODESEAL_ROWS
-$(node bench/node_seal/page.mjs "${QFLAG[@]}")"
+# The headless-Chromium page bench runs in full runs only (it adds ~20 s).
+if [ "$QUICK" = 0 ]; then
+  NODESEAL_ROWS="$NODESEAL_ROWS
+$(node bench/node_seal/page.mjs)"
+fi
 echo "$NODESEAL_ROWS"
 
 HTTP_ROWS="$HTTP_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
