@@ -33,7 +33,9 @@ pub(crate) fn expand_uniform(seed: [u8; 32], plans: &[NttPlan], n: usize) -> Rns
 }
 
 pub(crate) fn error_poly(rng: &mut Prng, plans: &[NttPlan], n: usize) -> RnsPoly<Coeff> {
-    let e: Vec<i64> = (0..n).map(|_| sample::cbd(rng) as i64).collect();
+    let mut small = vec![0i8; n];
+    sample::fill_cbd(rng, &mut small);
+    let e: Vec<i64> = small.iter().map(|&v| v as i64).collect();
     RnsPoly::from_small(&e, plans)
 }
 
@@ -174,7 +176,10 @@ pub(crate) fn encrypt_zero_pk(pk: &PublicKey, rng: &mut Prng) -> (RnsPoly<Ntt>, 
     let plans = params.plans_q();
     let n = params.degree();
     let limbs = params.limbs();
-    let u: Vec<i64> = (0..n).map(|_| sample::ternary(rng) as i64).collect();
+    let mut small = vec![0i8; n];
+    sample::fill_ternary(rng, &mut small);
+    let u: Vec<i64> = small.iter().map(|&v| v as i64).collect();
+    zeroize::Zeroize::zeroize(&mut small);
     let u = RnsPoly::from_small(&u, plans).into_ntt(plans);
     let mut c0 = error_poly(rng, plans, n).into_ntt(plans);
     let mut c1 = error_poly(rng, plans, n).into_ntt(plans);

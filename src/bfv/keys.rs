@@ -48,7 +48,8 @@ impl SecretKey {
 
     /// A key from the given generator (deterministic for a seeded [`Prng`]).
     pub fn generate_with(params: &Params, rng: &mut Prng) -> Self {
-        let coeffs: Vec<i8> = (0..params.degree()).map(|_| sample::ternary(rng)).collect();
+        let mut coeffs = vec![0i8; params.degree()];
+        sample::fill_ternary(rng, &mut coeffs);
         Self::from_coeffs(params, coeffs)
     }
 

@@ -8,19 +8,44 @@ use crate::arith::Modulus;
 /// bits)` with variance `k/2`. `k = 21` gives sigma = 3.24, the standard's 3.2.
 pub const CBD_K: u32 = 21;
 
-/// A uniform ternary value in {-1, 0, 1}, each with probability 1/3
-/// (to within 2^-32): the top of `3·x / 2^32` for a uniform 32-bit `x`.
-pub fn ternary(rng: &mut Prng) -> i8 {
-    (((rng.next_u32() as u64 * 3) >> 32) as i32 - 1) as i8
+/// Fills `out` with uniform ternary values in {-1, 0, 1}: five per random
+/// byte below 3^5 = 243 (bytes from 243 up are discarded, so each value is
+/// exactly uniform). Rejection depends only on discarded bytes, and the digit
+/// extraction is arithmetic, so accepted values leak nothing through timing.
+pub fn fill_ternary(rng: &mut Prng, out: &mut [i8]) {
+    let mut i = 0;
+    while i < out.len() {
+        for b in rng.next_u32().to_le_bytes() {
+            if b >= 243 {
+                continue;
+            }
+            let mut v = b;
+            for _ in 0..5 {
+                if i == out.len() {
+                    return;
+                }
+                out[i] = (v % 3) as i8 - 1;
+                v /= 3;
+                i += 1;
+            }
+        }
+    }
 }
 
-/// A centred binomial error in `[-21, 21]` with variance 10.5.
-pub fn cbd(rng: &mut Prng) -> i8 {
-    let x = rng.next_u64();
-    let mask = (1u64 << CBD_K) - 1;
-    let a = (x & mask).count_ones() as i32;
-    let b = ((x >> CBD_K) & mask).count_ones() as i32;
-    (a - b) as i8
+/// Fills `out` with centred binomial errors in `[-21, 21]` (variance 10.5):
+/// each value is `popcount(21 bits) - popcount(21 bits)`, three values from
+/// every 128 random bits.
+pub fn fill_cbd(rng: &mut Prng, out: &mut [i8]) {
+    let mask = (1u128 << CBD_K) - 1;
+    for chunk in out.chunks_mut(3) {
+        let x = rng.next_u64() as u128 | (rng.next_u64() as u128) << 64;
+        for (j, o) in chunk.iter_mut().enumerate() {
+            let bits = x >> (2 * CBD_K as usize * j);
+            let a = (bits & mask).count_ones() as i32;
+            let b = ((bits >> CBD_K) & mask).count_ones() as i32;
+            *o = (a - b) as i8;
+        }
+    }
 }
 
 /// A uniform residue mod `q` by rejection on draws of `bitlen(q)` bits (for

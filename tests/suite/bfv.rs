@@ -213,20 +213,31 @@ fn chi_square(counts: &[u64]) -> f64 {
 
 suite_test! {
     fn samplers_have_the_stated_distributions() {
-        use blindmatch::bfv::sample::{cbd, ternary, uniform, CBD_K};
+        use blindmatch::bfv::sample::{fill_cbd, fill_ternary, uniform, CBD_K};
         let mut rng = seeded(9);
         const N: usize = 300_000;
         // Ternary: -1, 0, 1 equally likely. 2 degrees of freedom: the 99.99%
         // quantile is 18.4.
         let mut counts = [0u64; 3];
-        for _ in 0..N {
-            counts[(ternary(&mut rng) + 1) as usize] += 1;
+        let mut trits = vec![0i8; N];
+        fill_ternary(&mut rng, &mut trits);
+        for &t in &trits {
+            counts[(t + 1) as usize] += 1;
         }
+        // Consecutive values are independent: pairs are uniform over 9 cells
+        // (8 d.o.f.: the 99.99% quantile is 31.8).
+        let mut pairs = [0u64; 9];
+        for w in trits.chunks(2) {
+            pairs[((w[0] + 1) * 3 + (w[1] + 1)) as usize] += 1;
+        }
+        assert!(chi_square(&pairs) < 31.8, "ternary pairs {pairs:?}");
         assert!(chi_square(&counts) < 18.4, "ternary {counts:?}");
         // Centred binomial: mean 0, variance k/2 = 10.5, support [-k, k].
         let (mut sum, mut sq) = (0f64, 0f64);
-        for _ in 0..N {
-            let e = cbd(&mut rng) as f64;
+        let mut errs = vec![0i8; N];
+        fill_cbd(&mut rng, &mut errs);
+        for &e in &errs {
+            let e = e as f64;
             assert!(e.abs() <= CBD_K as f64);
             sum += e;
             sq += e * e;
