@@ -45,7 +45,19 @@ impl Evaluator {
 
     /// `a += b`.
     pub fn add_assign(&self, a: &mut Ciphertext, b: &Ciphertext) -> Result<(), BfvError> {
-        self.check_pair("add", a, b)?;
+        self.combine_assign("add", a, b, RnsPoly::add_assign)
+    }
+
+    /// `a ∘= b` polynomial by polynomial, for `∘` add or sub; a shorter `a`
+    /// is padded with zero polynomials.
+    fn combine_assign(
+        &self,
+        op: &'static str,
+        a: &mut Ciphertext,
+        b: &Ciphertext,
+        f: fn(&mut RnsPoly<Ntt>, &RnsPoly<Ntt>, &[crate::ntt::NttPlan]),
+    ) -> Result<(), BfvError> {
+        self.check_pair(op, a, b)?;
         let plans = &self.params.plans_q()[..a.limbs()];
         let n = self.params.degree();
         let l = a.limbs();
@@ -53,7 +65,7 @@ impl Evaluator {
             a.polys.push(RnsPoly::zero(n, l));
         }
         for (x, y) in a.polys.iter_mut().zip(&b.polys) {
-            x.add_assign(y, plans);
+            f(x, y, plans);
         }
         a.seed = None;
         Ok(())
@@ -68,9 +80,7 @@ impl Evaluator {
 
     /// `a -= b`.
     pub fn sub_assign(&self, a: &mut Ciphertext, b: &Ciphertext) -> Result<(), BfvError> {
-        let mut nb = b.clone();
-        self.negate_assign(&mut nb)?;
-        self.add_assign(a, &nb)
+        self.combine_assign("sub", a, b, RnsPoly::sub_assign)
     }
 
     /// `a - b`.

@@ -29,10 +29,8 @@ pub(crate) struct LevelConsts {
 impl LevelConsts {
     pub(crate) fn new(q: &[u32], t: u32) -> Self {
         let l = q.len();
-        let tm = Modulus::new(t as u64).ok();
         // Q_l mod t, by multiplying the primes mod t (t may be even: use u64 %).
         let q_mod_t = q.iter().fold(1u64, |acc, &qi| acc * qi as u64 % t as u64);
-        let _ = tm;
         let mut delta = Vec::with_capacity(l);
         let mut omega = Vec::with_capacity(l);
         let mut theta = Vec::with_capacity(l);
