@@ -13,10 +13,12 @@
 //! the CPU supports its instructions; that is what makes the `unsafe` calls of
 //! `#[target_feature]` kernels below sound.
 
-use crate::arith::Modulus;
+use crate::arith::{Modulus, ShoupConstant};
 use crate::ntt::NttTables;
 
 pub(crate) mod scalar;
+
+pub(crate) mod chacha;
 
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx2;
@@ -186,6 +188,73 @@ impl Backend {
             Kind::Neon => unsafe { neon::mul_acc(m, a, b, acc) },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             Kind::Simd128 => simd128::mul_acc(m, a, b, acc),
+        }
+    }
+}
+
+impl Backend {
+    /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, in `[0, q)`, for any
+    /// `u32` inputs and `q < 2^30`: the linear combinations of RNS base
+    /// conversion and scaling.
+    ///
+    /// # Panics
+    /// If an input is shorter than `out` or the counts of inputs and weights
+    /// differ.
+    pub fn lincomb(
+        self,
+        m: &Modulus,
+        inputs: &[&[u32]],
+        weights: &[ShoupConstant],
+        out: &mut [u32],
+    ) {
+        assert!(
+            inputs.len() == weights.len() && inputs.iter().all(|x| x.len() >= out.len()),
+            "Backend::lincomb: length mismatch"
+        );
+        match self.0 {
+            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => unsafe { avx2::lincomb(m, inputs, weights, out) },
+            // NEON and simd128 are baseline features of their builds, so the
+            // portable loops compile to vector code there.
+            _ => scalar::lincomb(m, inputs, weights, out),
+        }
+    }
+
+    /// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, summed in `f64` in
+    /// order, for inputs below `2^31` and sums in `[0, 2^31 - 1)`.
+    ///
+    /// # Panics
+    /// If an input is shorter than `out` or the counts differ.
+    pub fn round_weighted_sum(self, inputs: &[&[u32]], coeffs: &[f64], out: &mut [u32]) {
+        assert!(
+            inputs.len() == coeffs.len() && inputs.iter().all(|x| x.len() >= out.len()),
+            "Backend::round_weighted_sum: length mismatch"
+        );
+        match self.0 {
+            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => unsafe { avx2::round_weighted_sum(inputs, coeffs, out) },
+            _ => scalar::round_weighted_sum(inputs, coeffs, out),
+        }
+    }
+
+    /// `out[x] = Σ_k floor(p_k) + round(Σ_k frac(p_k))` for
+    /// `p_k = inputs[k][x] · thetas[k]`: inputs below `2^31`, thetas in
+    /// `[0, 1)`, totals below `2^32`.
+    ///
+    /// # Panics
+    /// If an input is shorter than `out` or the counts differ.
+    pub fn floor_frac_sum(self, inputs: &[&[u32]], thetas: &[f64], out: &mut [u32]) {
+        assert!(
+            inputs.len() == thetas.len() && inputs.iter().all(|x| x.len() >= out.len()),
+            "Backend::floor_frac_sum: length mismatch"
+        );
+        match self.0 {
+            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 => unsafe { avx2::floor_frac_sum(inputs, thetas, out) },
+            _ => scalar::floor_frac_sum(inputs, thetas, out),
         }
     }
 }

@@ -78,3 +78,66 @@ pub(crate) fn mul_acc(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
         *c = m.add(*c, m.mul(x, y));
     }
 }
+
+/// `out[x] = Σ_k inputs[k][x] · weights[k] mod q` for any `u32` inputs.
+/// Each term is a lazy Shoup product in `[0, 2q)`; the running sum stays in
+/// `[0, 2q)` (`2q + 2q < 2^32` for `q < 2^30`) and is reduced once at the end.
+pub(crate) fn lincomb(m: &Modulus, inputs: &[&[u32]], weights: &[ShoupConstant], out: &mut [u32]) {
+    let q = m.value();
+    out.fill(0);
+    for (input, &w) in inputs.iter().zip(weights) {
+        for (o, &x) in out.iter_mut().zip(input.iter()) {
+            *o = csub(*o + m.mul_shoup_lazy(x, w), 2 * q);
+        }
+    }
+    for o in out.iter_mut() {
+        *o = csub(*o, q);
+    }
+}
+
+/// Coefficients per pass of the `f64` kernels: their partial sums live in a
+/// stack buffer of this many lanes.
+const F64_CHUNK: usize = 64;
+
+/// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, summed in `f64` in the
+/// order of `k`, for inputs below `2^31` and sums in `[0, 2^31 - 1)`.
+pub(crate) fn round_weighted_sum(inputs: &[&[u32]], coeffs: &[f64], out: &mut [u32]) {
+    for (c, out) in out.chunks_mut(F64_CHUNK).enumerate() {
+        let base = c * F64_CHUNK;
+        let mut v = [0f64; F64_CHUNK];
+        for (input, &w) in inputs.iter().zip(coeffs) {
+            for (s, &x) in v.iter_mut().zip(&input[base..base + out.len()]) {
+                *s += x as i32 as f64 * w;
+            }
+        }
+        for (o, &s) in out.iter_mut().zip(&v) {
+            // s >= 0: adding 0.5 and truncating rounds.
+            *o = (s + 0.5) as i32 as u32;
+        }
+    }
+}
+
+/// `out[x] = Σ_k floor(p_k) + round(Σ_k frac(p_k))` with
+/// `p_k = inputs[k][x] · thetas[k]`, for inputs below `2^31`, thetas in
+/// `[0, 1)` and a total below `2^32` (the integer sum wraps otherwise).
+/// Splitting each product keeps the fractions exact enough to round their
+/// sum correctly.
+pub(crate) fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut [u32]) {
+    for (c, out) in out.chunks_mut(F64_CHUNK).enumerate() {
+        let base = c * F64_CHUNK;
+        let mut frac = [0f64; F64_CHUNK];
+        out.fill(0);
+        for (input, &theta) in inputs.iter().zip(thetas) {
+            let input = &input[base..base + out.len()];
+            for ((o, f), &x) in out.iter_mut().zip(frac.iter_mut()).zip(input) {
+                let p = x as i32 as f64 * theta;
+                let fl = p as i32;
+                *o = o.wrapping_add(fl as u32);
+                *f += p - fl as f64;
+            }
+        }
+        for (o, &f) in out.iter_mut().zip(&frac) {
+            *o = o.wrapping_add((f + 0.5) as i32 as u32);
+        }
+    }
+}

@@ -16,7 +16,8 @@
 //! fraction can only mislead the rounding by one unit, which adds at most 1 to
 //! the noise.
 
-use crate::arith::{ntt_primes, Modulus};
+use crate::arith::{ntt_primes, Modulus, ShoupConstant};
+use crate::backend::Backend;
 use crate::ntt::NttPlan;
 
 /// Precomputed constants for multiplication, built with the parameters.
@@ -30,6 +31,10 @@ pub(crate) struct MulConsts {
     sr_theta: Vec<f64>,
     /// `t·ĉ_j·(B/b_j) mod b_j`.
     sr_lambda: Vec<u32>,
+    /// Per `b_j`, the weights of `[int, d_bj, d_q0, …]` in the scaled
+    /// residue: `1`, `λ_j`, `ω_j0`, …
+    sr_weights: Vec<Vec<ShoupConstant>>,
+    backend: Backend,
 }
 
 /// Exact conversion of centred residues from base `from` to base `to`.
@@ -37,27 +42,30 @@ struct BaseConv {
     from: Vec<Modulus>,
     to: Vec<Modulus>,
     /// `(F/f_i)^-1 mod f_i`, with its Shoup companion.
-    f_tilde: Vec<crate::arith::ShoupConstant>,
-    /// `(F/f_i) mod t_j`, indexed `[j][i]`.
-    f_over_fi: Vec<Vec<u32>>,
-    /// `t_j - (F mod t_j)`: adding `k` of these subtracts `k·F`.
-    neg_f: Vec<u32>,
+    f_tilde: Vec<ShoupConstant>,
+    /// `1/f_i`, for the estimate of how many times F to subtract.
+    f_inv: Vec<f64>,
+    /// Per target prime `t_j`: `(F/f_i) mod t_j` for every `i`, then
+    /// `t_j - (F mod t_j)` (adding `k` of these subtracts `k·F`).
+    weights: Vec<Vec<ShoupConstant>>,
+    backend: Backend,
 }
 
 fn prod_mod(xs: &[u32], m: &Modulus) -> u32 {
     xs.iter().fold(1u32, |acc, &x| m.mul(acc, m.reduce_u32(x)))
 }
 
+fn moduli(primes: &[u32]) -> Vec<Modulus> {
+    primes
+        .iter()
+        .map(|&p| Modulus::new(p as u64).expect("checked prime"))
+        .collect()
+}
+
 impl BaseConv {
-    fn new(from: &[u32], to: &[u32]) -> Self {
-        let fm: Vec<Modulus> = from
-            .iter()
-            .map(|&p| Modulus::new(p as u64).unwrap())
-            .collect();
-        let tm: Vec<Modulus> = to
-            .iter()
-            .map(|&p| Modulus::new(p as u64).unwrap())
-            .collect();
+    fn new(from: &[u32], to: &[u32], backend: Backend) -> Self {
+        let fm = moduli(from);
+        let tm = moduli(to);
         let others = |i: usize| -> Vec<u32> {
             from.iter()
                 .enumerate()
@@ -70,67 +78,48 @@ impl BaseConv {
             .enumerate()
             .map(|(i, m)| m.shoup(m.inv(prod_mod(&others(i), m))))
             .collect();
-        let f_over_fi = tm
+        let weights = tm
             .iter()
-            .map(|m| (0..from.len()).map(|i| prod_mod(&others(i), m)).collect())
+            .map(|m| {
+                (0..from.len())
+                    .map(|i| m.shoup(prod_mod(&others(i), m)))
+                    .chain(std::iter::once(m.shoup(m.neg(prod_mod(from, m)))))
+                    .collect()
+            })
             .collect();
-        let neg_f = tm.iter().map(|m| m.neg(prod_mod(from, m))).collect();
         BaseConv {
+            f_inv: fm.iter().map(|m| 1.0 / m.value() as f64).collect(),
             from: fm,
             to: tm,
             f_tilde,
-            f_over_fi,
-            neg_f,
+            weights,
+            backend,
         }
     }
 
     /// Converts `n` coefficients: `src` holds limb-major residues mod
     /// `from`, `dst` receives limb-major residues mod `to` of the centred
     /// representatives. `y` (from.len()·n) and `k` (n) are scratch.
+    ///
+    /// With `y_i = x_i·(F/f_i)^-1 mod f_i`, the representative in `[0, F)` is
+    /// `Σ y_i·(F/f_i) - k'·F` for an integer `k' = floor(Σ y_i/f_i)`; taking
+    /// `k = round(Σ y_i/f_i)` instead gives the centred one. The sum is
+    /// below `from.len()`, so an `f64` estimate is exact but for values
+    /// within about 2^-40 of a half, where either choice is a valid
+    /// representative of magnitude at most F/2 plus that slack.
     fn convert(&self, src: &[u32], dst: &mut [u32], n: usize, y: &mut [u32], k: &mut [u32]) {
         let l = self.from.len();
-        let mut v = vec![0f64; n];
-        for i in 0..l {
-            let m = &self.from[i];
-            let w = self.f_tilde[i];
-            let inv = 1.0 / m.value() as f64;
-            let yi = &mut y[i * n..(i + 1) * n];
-            for ((yv, &x), vv) in yi
-                .iter_mut()
-                .zip(&src[i * n..(i + 1) * n])
-                .zip(v.iter_mut())
-            {
-                *yv = m.mul_shoup(x, w);
-                *vv += *yv as f64 * inv;
-            }
+        for (i, m) in self.from.iter().enumerate() {
+            let x = &src[i * n..(i + 1) * n];
+            self.backend
+                .lincomb(m, &[x], &[self.f_tilde[i]], &mut y[i * n..(i + 1) * n]);
         }
-        for (kk, &vv) in k.iter_mut().zip(&v) {
-            // v >= 0: adding 0.5 and truncating rounds, and the cast
-            // compiles to one instruction where `round` is a libm call.
-            *kk = (vv + 0.5) as u32;
-        }
-        let mut acc = vec![0u64; n];
+        let mut inputs: Vec<&[u32]> = y[..l * n].chunks(n).collect();
+        self.backend.round_weighted_sum(&inputs, &self.f_inv, k);
+        inputs.push(k);
         for (j, m) in self.to.iter().enumerate() {
-            let neg_f = self.neg_f[j] as u64;
-            for (a, &kk) in acc.iter_mut().zip(k.iter()) {
-                *a = kk as u64 * neg_f;
-            }
-            for i in 0..l {
-                // Products are below 2^60: fold every 8 primes so that any
-                // number of them accumulates without overflow.
-                if i % 8 == 7 {
-                    for a in acc.iter_mut() {
-                        *a = m.reduce_u64(*a) as u64;
-                    }
-                }
-                let c = self.f_over_fi[j][i] as u64;
-                for (a, &yv) in acc.iter_mut().zip(&y[i * n..(i + 1) * n]) {
-                    *a += yv as u64 * c;
-                }
-            }
-            for (d, &a) in dst[j * n..(j + 1) * n].iter_mut().zip(&acc) {
-                *d = m.reduce_u64(a);
-            }
+            self.backend
+                .lincomb(m, &inputs, &self.weights[j], &mut dst[j * n..(j + 1) * n]);
         }
     }
 }
@@ -149,7 +138,7 @@ impl MulConsts {
             .filter(|p| !avoid.contains(p))
             .take(k)
             .collect();
-        let plans_b = b
+        let plans_b: Vec<NttPlan> = b
             .iter()
             .map(|&p| NttPlan::new(n, p as u64).expect("NTT prime"))
             .collect();
@@ -178,7 +167,7 @@ impl MulConsts {
                 sr_omega[j][i] = bj.mul(bj.neg(bj.reduce_u32(r)), qi_inv);
             }
         }
-        let sr_lambda = bm
+        let sr_lambda: Vec<u32> = bm
             .iter()
             .enumerate()
             .map(|(j, bj)| {
@@ -192,13 +181,27 @@ impl MulConsts {
                 bj.mul(bj.mul(bj.reduce_u32(t), c), prod_mod(&b_over, bj))
             })
             .collect();
+        let backend = plans_b[0].backend();
+        let sr_weights = bm
+            .iter()
+            .enumerate()
+            .map(|(j, bj)| {
+                [1, sr_lambda[j]]
+                    .into_iter()
+                    .chain(sr_omega[j].iter().copied())
+                    .map(|w| bj.shoup(w))
+                    .collect()
+            })
+            .collect();
         MulConsts {
             plans_b,
-            q_to_b: BaseConv::new(q, &b),
-            b_to_q: BaseConv::new(&b, q),
+            q_to_b: BaseConv::new(q, &b, backend),
+            b_to_q: BaseConv::new(&b, q, backend),
             sr_omega,
             sr_theta,
             sr_lambda,
+            sr_weights,
+            backend,
         }
     }
 
@@ -218,6 +221,31 @@ impl MulConsts {
     /// `round(t·d/Q)` over B from `d` over Q (L·n) and B (K·n), both in
     /// coefficients; then extended to Q. Writes L·n residues into `out_q`.
     pub(crate) fn scale_round_to_q(&self, d_q: &[u32], d_b: &[u32], out_q: &mut [u32], n: usize) {
+        let l = self.q_to_b.from.len();
+        if l > 4 {
+            return self.scale_round_wide(d_q, d_b, out_q, n);
+        }
+        let kb = self.k();
+        // The integer part Σ floor(d_i·θ_i) + round(Σ frac) is below
+        // Σ q_i < 4·2^30 for at most four primes: it fits a u32.
+        let qs: Vec<&[u32]> = d_q.chunks(n).take(l).collect();
+        let mut int = vec![0u32; n];
+        self.backend.floor_frac_sum(&qs, &self.sr_theta, &mut int);
+        let mut z = vec![0u32; kb * n];
+        for (j, bj) in self.b_to_q.from.iter().enumerate() {
+            let mut inputs: Vec<&[u32]> = vec![&int, &d_b[j * n..(j + 1) * n]];
+            inputs.extend_from_slice(&qs);
+            self.backend
+                .lincomb(bj, &inputs, &self.sr_weights[j], &mut z[j * n..(j + 1) * n]);
+        }
+        let mut y = vec![0u32; kb * n];
+        let mut k = vec![0u32; n];
+        self.b_to_q.convert(&z, out_q, n, &mut y, &mut k);
+    }
+
+    /// [`Self::scale_round_to_q`] for more than four ciphertext primes, where
+    /// the integer part needs 64 bits.
+    fn scale_round_wide(&self, d_q: &[u32], d_b: &[u32], out_q: &mut [u32], n: usize) {
         let l = self.q_to_b.from.len();
         let kb = self.k();
         // Fractional parts: Σ_i d_i·θ_i, split into an integer and a rounding.
@@ -260,5 +288,47 @@ impl MulConsts {
         let mut y = vec![0u32; kb * n];
         let mut k = vec![0u32; n];
         self.b_to_q.convert(&z, out_q, n, &mut y, &mut k);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vector path of `scale_round_to_q` agrees with the 64-bit one on
+    /// random residues and on the extremes.
+    #[test]
+    fn scale_round_paths_agree() {
+        let n = 1024;
+        let q = ntt_primes(29, n, 3).unwrap();
+        let mc = MulConsts::new(n, 65537, &q, &[]);
+        let b: Vec<u32> = mc.b_to_q.from.iter().map(|m| m.value()).collect();
+        let mut state = 0x1234_5678_9abc_def0u64;
+        let mut next = |p: u32| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((state >> 33) % p as u64) as u32
+        };
+        for round in 0..20 {
+            let pick = |p: u32, next: &mut dyn FnMut(u32) -> u32| match round {
+                0 => 0,
+                1 => p - 1,
+                _ => next(p),
+            };
+            let d_q: Vec<u32> = q
+                .iter()
+                .flat_map(|&p| (0..n).map(|_| pick(p, &mut next)).collect::<Vec<_>>())
+                .collect();
+            let d_b: Vec<u32> = b
+                .iter()
+                .flat_map(|&p| (0..n).map(|_| pick(p, &mut next)).collect::<Vec<_>>())
+                .collect();
+            let mut fast = vec![0; q.len() * n];
+            let mut wide = vec![0; q.len() * n];
+            mc.scale_round_to_q(&d_q, &d_b, &mut fast, n);
+            mc.scale_round_wide(&d_q, &d_b, &mut wide, n);
+            assert_eq!(fast, wide, "round {round}");
+        }
     }
 }

@@ -55,4 +55,84 @@ suite_test! {
             }
         }
     }
+
+    fn every_backend_matches_scalar_rns_kernels() {
+        let mut rng = Rng::new(7);
+        for len in [0usize, 1, 3, 4, 5, 7, 8, 9, 17, 63, 64, 65, 1000, 4096] {
+            for q in primes_for(1024).into_iter().filter(|&q| q < 1 << 30) {
+                let m = Modulus::new(q as u64).unwrap();
+                for terms in [1usize, 2, 5, 17] {
+                    // Any u32 may enter a Shoup product, including 2^32 - 1.
+                    let inputs: Vec<Vec<u32>> = (0..terms)
+                        .map(|t| match t % 3 {
+                            0 => rng.vec(len, u32::MAX),
+                            1 => vec![u32::MAX; len],
+                            _ => rng.vec(len, q),
+                        })
+                        .collect();
+                    let ws: Vec<u32> = (0..terms).map(|t| if t == 1 { q - 1 } else { rng.below(q) }).collect();
+                    let weights: Vec<_> = ws.iter().map(|&w| m.shoup(w)).collect();
+                    let refs: Vec<&[u32]> = inputs.iter().map(|v| v.as_slice()).collect();
+                    let mut want = vec![0; len];
+                    Backend::scalar().lincomb(&m, &refs, &weights, &mut want);
+                    for (x, w) in want.iter().enumerate() {
+                        let exact = refs
+                            .iter()
+                            .zip(&ws)
+                            .map(|(r, &c)| r[x] as u128 * c as u128)
+                            .sum::<u128>()
+                            % q as u128;
+                        assert_eq!(*w as u128, exact, "lincomb oracle len={len} q={q}");
+                    }
+                    for bk in backends() {
+                        let mut got = vec![1; len];
+                        bk.lincomb(&m, &refs, &weights, &mut got);
+                        assert_eq!(got, want, "lincomb len={len} q={q} terms={terms} {bk:?}");
+                    }
+                }
+            }
+            // The f64 kernels of base conversion and scaling: residues below
+            // 2^30 weighted by 1/q_i (sums below the number of terms), or by
+            // fractions in [0, 1) (four terms keep the total below 2^32).
+            let primes: Vec<u32> = primes_for(1024).into_iter().filter(|&q| q < 1 << 30).collect();
+            let inputs: Vec<Vec<u32>> = primes
+                .iter()
+                .map(|&q| {
+                    let mut v = rng.vec(len, q);
+                    if let Some(x) = v.first_mut() {
+                        *x = q - 1;
+                    }
+                    v
+                })
+                .collect();
+            let refs: Vec<&[u32]> = inputs.iter().map(|v| v.as_slice()).collect();
+            let inv: Vec<f64> = primes.iter().map(|&q| 1.0 / q as f64).collect();
+            let mut want = vec![0; len];
+            Backend::scalar().round_weighted_sum(&refs, &inv, &mut want);
+            for (x, w) in want.iter().enumerate() {
+                let exact: f64 = refs.iter().zip(&inv).map(|(r, c)| r[x] as f64 * c).sum();
+                assert!((*w as f64 - exact).abs() <= 0.5 + 1e-9, "round_weighted_sum oracle");
+            }
+            for bk in backends() {
+                let mut got = vec![7; len];
+                bk.round_weighted_sum(&refs, &inv, &mut got);
+                assert_eq!(got, want, "round_weighted_sum len={len} {bk:?}");
+            }
+            let refs = &refs[..refs.len().min(4)];
+            let thetas: Vec<f64> = (0..refs.len())
+                .map(|_| rng.below(1 << 30) as f64 / (1u64 << 30) as f64)
+                .collect();
+            let mut want = vec![0; len];
+            Backend::scalar().floor_frac_sum(refs, &thetas, &mut want);
+            for (x, w) in want.iter().enumerate() {
+                let exact: f64 = refs.iter().zip(&thetas).map(|(r, t)| r[x] as f64 * t).sum();
+                assert!((*w as f64 - exact).abs() <= 0.5 + 1e-6, "floor_frac_sum oracle");
+            }
+            for bk in backends() {
+                let mut got = vec![7; len];
+                bk.floor_frac_sum(refs, &thetas, &mut got);
+                assert_eq!(got, want, "floor_frac_sum len={len} {bk:?}");
+            }
+        }
+    }
 }
