@@ -225,48 +225,18 @@ impl Evaluator {
             });
         }
         let n = self.params.degree();
-        let plans_q = self.params.plans_q();
-        let mc = self.params.mul_consts();
-        let plans_b = &mc.plans_b;
-        let k = mc.k();
-        // Each input polynomial over B, in NTT form.
-        let extend = |p: &RnsPoly<Ntt>| -> RnsPoly<Ntt> {
-            let coeff = p.clone().into_coeff(plans_q);
-            let mut ext = vec![0u32; k * n];
-            mc.extend_q_to_b(coeff.as_slice(), &mut ext, n);
-            RnsPoly::<super::poly::Coeff>::from_raw(ext, n).into_ntt(plans_b)
-        };
-        let (a0b, a1b, b0b, b1b) = (
-            extend(&a.polys[0]),
-            extend(&a.polys[1]),
-            extend(&b.polys[0]),
-            extend(&b.polys[1]),
+        let mut out = [vec![0u32; l * n], vec![0u32; l * n], vec![0u32; l * n]];
+        let [o0, o1, o2] = &mut out;
+        self.params.mul_consts().tensor_scaled(
+            self.params.plans_q(),
+            [a.polys[0].as_slice(), a.polys[1].as_slice()],
+            [b.polys[0].as_slice(), b.polys[1].as_slice()],
+            [o0, o1, o2],
         );
-        let tensor = |x0: &RnsPoly<Ntt>,
-                      x1: &RnsPoly<Ntt>,
-                      y0: &RnsPoly<Ntt>,
-                      y1: &RnsPoly<Ntt>,
-                      plans: &[crate::ntt::NttPlan]| {
-            let limbs = x0.limbs();
-            let mut d0 = RnsPoly::<Ntt>::zero(n, limbs);
-            let mut d1 = RnsPoly::<Ntt>::zero(n, limbs);
-            let mut d2 = RnsPoly::<Ntt>::zero(n, limbs);
-            d0.mul_from(x0, y0, plans);
-            d1.mul_from(x0, y1, plans);
-            d1.mul_acc(x1, y0, plans);
-            d2.mul_from(x1, y1, plans);
-            [d0, d1, d2]
-        };
-        let dq = tensor(&a.polys[0], &a.polys[1], &b.polys[0], &b.polys[1], plans_q);
-        let db = tensor(&a0b, &a1b, &b0b, &b1b, plans_b);
-        let mut out = Vec::with_capacity(3);
-        for (q_part, b_part) in dq.into_iter().zip(db) {
-            let q_coeff = q_part.into_coeff(plans_q);
-            let b_coeff = b_part.into_coeff(plans_b);
-            let mut r = vec![0u32; l * n];
-            mc.scale_round_to_q(q_coeff.as_slice(), b_coeff.as_slice(), &mut r, n);
-            out.push(RnsPoly::<super::poly::Coeff>::from_raw(r, n));
-        }
+        let out = out
+            .into_iter()
+            .map(|d| RnsPoly::<super::poly::Coeff>::from_raw(d, n))
+            .collect();
         Ok(out)
     }
 

@@ -80,9 +80,8 @@ impl KswKey {
                 if j == i || m.value() > params.ciphertext_primes()[i] {
                     digit.copy_from_slice(src);
                 } else {
-                    for (d, &x) in digit.iter_mut().zip(src) {
-                        *d = m.reduce_u64(x as u64);
-                    }
+                    // Residues below q_i, reduced mod a smaller prime.
+                    plan.backend().lincomb(m, &[src], &[m.shoup(1)], &mut digit);
                 }
                 plan.forward(&mut digit);
                 plan.multiply_accumulate(&digit, self.k0[i].limb(j), acc0.limb_mut(j));
@@ -119,15 +118,20 @@ pub(crate) fn drop_last_prime(plans: &[NttPlan], mut x: RnsPoly<Ntt>) -> RnsPoly
     let mut lifted = vec![0u32; n];
     for (j, plan) in plans.iter().enumerate().take(l) {
         let m = plan.modulus();
+        let bk = plan.backend();
         let half_j = m.reduce_u32(half);
-        for (d, &v) in lifted.iter_mut().zip(&last) {
-            *d = m.sub(m.reduce_u32(v), half_j);
+        // [x]_p + p/2 (below p < 2^32) reduced mod q_j, then less p/2.
+        bk.lincomb(m, &[&last], &[m.shoup(1)], &mut lifted);
+        for d in lifted.iter_mut() {
+            *d = m.sub(*d, half_j);
         }
         plan.forward(&mut lifted);
+        // (x - lifted) · p^-1, through `lifted` as the difference.
         let p_inv = m.shoup(m.inv(m.reduce_u32(p)));
-        for (y, &z) in x.limb_mut(j).iter_mut().zip(&lifted) {
-            *y = m.mul_shoup(m.sub(*y, z), p_inv);
+        for (d, &y) in lifted.iter_mut().zip(x.limb(j)) {
+            *d = m.sub(y, *d);
         }
+        bk.lincomb(m, &[&lifted], &[p_inv], x.limb_mut(j));
     }
     x.truncate_limbs(l);
     x

@@ -210,37 +210,97 @@ impl MulConsts {
         self.plans_b.len()
     }
 
-    /// Extends coefficient-domain limbs over Q (`src`, L·n) to B (`dst`, K·n).
-    pub(crate) fn extend_q_to_b(&self, src: &[u32], dst: &mut [u32], n: usize) {
-        let l = self.q_to_b.from.len();
-        let mut y = vec![0u32; l * n];
-        let mut k = vec![0u32; n];
-        self.q_to_b.convert(src, dst, n, &mut y, &mut k);
-    }
-
     /// `round(t·d/Q)` over B from `d` over Q (L·n) and B (K·n), both in
     /// coefficients; then extended to Q. Writes L·n residues into `out_q`.
-    pub(crate) fn scale_round_to_q(&self, d_q: &[u32], d_b: &[u32], out_q: &mut [u32], n: usize) {
+    #[cfg(test)]
+    fn scale_round_to_q(&self, d_q: &[u32], d_b: &[u32], out_q: &mut [u32], n: usize) {
+        let mut scratch = vec![0u32; self.scale_round_scratch(n)];
+        self.scale_round_to_q_in(d_q, d_b, out_q, n, &mut scratch);
+    }
+
+    /// Scratch length for [`Self::scale_round_to_q_in`].
+    fn scale_round_scratch(&self, n: usize) -> usize {
+        (2 * self.k() + 2) * n
+    }
+
+    /// [`Self::scale_round_to_q`] with caller-provided scratch.
+    fn scale_round_to_q_in(
+        &self,
+        d_q: &[u32],
+        d_b: &[u32],
+        out_q: &mut [u32],
+        n: usize,
+        scratch: &mut [u32],
+    ) {
         let l = self.q_to_b.from.len();
         if l > 4 {
             return self.scale_round_wide(d_q, d_b, out_q, n);
         }
         let kb = self.k();
+        let (int, rest) = scratch.split_at_mut(n);
+        let (z, rest) = rest.split_at_mut(kb * n);
+        let (y, rest) = rest.split_at_mut(kb * n);
+        let k = &mut rest[..n];
         // The integer part Σ floor(d_i·θ_i) + round(Σ frac) is below
         // Σ q_i < 4·2^30 for at most four primes: it fits a u32.
         let qs: Vec<&[u32]> = d_q.chunks(n).take(l).collect();
-        let mut int = vec![0u32; n];
-        self.backend.floor_frac_sum(&qs, &self.sr_theta, &mut int);
-        let mut z = vec![0u32; kb * n];
+        self.backend.floor_frac_sum(&qs, &self.sr_theta, int);
         for (j, bj) in self.b_to_q.from.iter().enumerate() {
-            let mut inputs: Vec<&[u32]> = vec![&int, &d_b[j * n..(j + 1) * n]];
+            let mut inputs: Vec<&[u32]> = vec![int, &d_b[j * n..(j + 1) * n]];
             inputs.extend_from_slice(&qs);
             self.backend
                 .lincomb(bj, &inputs, &self.sr_weights[j], &mut z[j * n..(j + 1) * n]);
         }
-        let mut y = vec![0u32; kb * n];
-        let mut k = vec![0u32; n];
-        self.b_to_q.convert(&z, out_q, n, &mut y, &mut k);
+        self.b_to_q.convert(z, out_q, n, y, k);
+    }
+
+    /// The scaled tensor of `a = (a0, a1)` and `b = (b0, b1)` (NTT form over
+    /// Q, `L·n` each): `out[m] = round(t/Q · d_m)` in coefficients over Q for
+    /// `d = (a0·b0, a0·b1 + a1·b0, a1·b1)`. Works in a per-thread arena, so
+    /// the only memory it touches besides its inputs and outputs is reused.
+    pub(crate) fn tensor_scaled(
+        &self,
+        plans_q: &[NttPlan],
+        a: [&[u32]; 2],
+        b: [&[u32]; 2],
+        out: [&mut [u32]; 3],
+    ) {
+        let n = self.plans_b[0].degree();
+        let (l, kb) = (plans_q.len(), self.k());
+        let (lq, lb) = (l * n, kb * n);
+        let extra = self.scale_round_scratch(n).max(kb.max(l) * n + n);
+        with_arena(4 * lb + 3 * lq + 3 * lb + lq + extra, |arena| {
+            let (ext, rest) = arena.split_at_mut(4 * lb);
+            let (tq, rest) = rest.split_at_mut(3 * lq);
+            let (tb, rest) = rest.split_at_mut(3 * lb);
+            let (coeff, scratch) = rest.split_at_mut(lq);
+            // Each input over B, in NTT form.
+            for (p, e) in [a[0], a[1], b[0], b[1]].into_iter().zip(ext.chunks_mut(lb)) {
+                coeff.copy_from_slice(p);
+                for (limb, plan) in coeff.chunks_mut(n).zip(plans_q) {
+                    plan.inverse(limb);
+                }
+                let (y, k) = scratch.split_at_mut(l * n);
+                self.q_to_b.convert(coeff, e, n, y, &mut k[..n]);
+                for (limb, plan) in e.chunks_mut(n).zip(&self.plans_b) {
+                    plan.forward(limb);
+                }
+            }
+            let (a0b, rest) = ext.split_at(lb);
+            let (a1b, rest) = rest.split_at(lb);
+            let (b0b, b1b) = rest.split_at(lb);
+            tensor(plans_q, n, [a[0], a[1]], [b[0], b[1]], tq);
+            tensor(&self.plans_b, n, [a0b, a1b], [b0b, b1b], tb);
+            for (limb, plan) in tq.chunks_mut(n).zip(plans_q.iter().cycle()) {
+                plan.inverse(limb);
+            }
+            for (limb, plan) in tb.chunks_mut(n).zip(self.plans_b.iter().cycle()) {
+                plan.inverse(limb);
+            }
+            for ((o, dq), db) in out.into_iter().zip(tq.chunks(lq)).zip(tb.chunks(lb)) {
+                self.scale_round_to_q_in(dq, db, o, n, scratch);
+            }
+        });
     }
 
     /// [`Self::scale_round_to_q`] for more than four ciphertext primes, where
@@ -289,6 +349,49 @@ impl MulConsts {
         let mut k = vec![0u32; n];
         self.b_to_q.convert(&z, out_q, n, &mut y, &mut k);
     }
+}
+
+/// `(x0·y0, x0·y1 + x1·y0, x1·y1)` pointwise, into `out` (three polynomials
+/// over `plans`, limb-major).
+fn tensor(plans: &[NttPlan], n: usize, x: [&[u32]; 2], y: [&[u32]; 2], out: &mut [u32]) {
+    let len = plans.len() * n;
+    let (d0, rest) = out.split_at_mut(len);
+    let (d1, d2) = rest.split_at_mut(len);
+    for (i, plan) in plans.iter().enumerate() {
+        let r = i * n..(i + 1) * n;
+        let (x0, x1, y0, y1) = (
+            &x[0][r.clone()],
+            &x[1][r.clone()],
+            &y[0][r.clone()],
+            &y[1][r.clone()],
+        );
+        plan.multiply_pointwise(x0, y0, &mut d0[r.clone()]);
+        plan.multiply_pointwise(x0, y1, &mut d1[r.clone()]);
+        plan.multiply_accumulate(x1, y0, &mut d1[r.clone()]);
+        plan.multiply_pointwise(x1, y1, &mut d2[r]);
+    }
+}
+
+thread_local! {
+    /// Reused working memory of [`MulConsts::tensor_scaled`]: it holds
+    /// ciphertext-derived values only, never key material.
+    static ARENA: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on `len` words of this thread's arena (contents unspecified).
+fn with_arena<R>(len: usize, f: impl FnOnce(&mut [u32]) -> R) -> R {
+    let mut buf = ARENA.with(|a| std::mem::take(&mut *a.borrow_mut()));
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
+    let r = f(&mut buf[..len]);
+    ARENA.with(|a| {
+        let mut a = a.borrow_mut();
+        if a.len() < buf.len() {
+            *a = buf;
+        }
+    });
+    r
 }
 
 #[cfg(test)]
