@@ -127,17 +127,24 @@ impl BaseConv {
 impl MulConsts {
     /// `q` ciphertext primes, `avoid` primes already in use (Q and P).
     pub(crate) fn new(n: usize, t: u32, q: &[u32], avoid: &[u32]) -> Self {
-        // B > 2·t·n·Q with margin: bits(t) + log2(n) + bits(Q) + 2, in
-        // primes of just under 30 bits.
+        // B > 2·t·n·Q with margin: bits(t) + log2(n) + bits(Q) + 2 bits,
+        // from primes of just under 30 bits, counted by their actual size.
         let q_bits: u32 = q.iter().map(|&p| 32 - p.leading_zeros()).sum();
-        let need = (32 - t.leading_zeros()) + n.trailing_zeros() + q_bits + 2;
-        let k = need.div_ceil(29) as usize;
-        let b: Vec<u32> = ntt_primes(30, n, k + avoid.len())
+        let need = ((32 - t.leading_zeros()) + n.trailing_zeros() + q_bits + 2) as f64;
+        let mut b = Vec::new();
+        let mut have = 0f64;
+        for p in ntt_primes(30, n, need as usize / 29 + 1 + avoid.len())
             .expect("enough 30-bit primes")
             .into_iter()
             .filter(|p| !avoid.contains(p))
-            .take(k)
-            .collect();
+        {
+            if have >= need {
+                break;
+            }
+            have += (p as f64).log2();
+            b.push(p);
+        }
+        assert!(have >= need, "auxiliary base too small");
         let plans_b: Vec<NttPlan> = b
             .iter()
             .map(|&p| NttPlan::new(n, p as u64).expect("NTT prime"))
