@@ -13,6 +13,7 @@ use zeroize::Zeroize;
 
 use super::encrypt::{error_poly, expand_uniform};
 use super::keys::SecretKey;
+use super::mul::with_arena;
 use super::params::Params;
 use super::poly::{Coeff, Ntt, RnsPoly};
 use super::rng::Prng;
@@ -67,34 +68,40 @@ impl KswKey {
         params: &Params,
         c: &RnsPoly<Coeff>,
     ) -> (RnsPoly<Ntt>, RnsPoly<Ntt>) {
-        let plans = params.plans_qp();
+        let plans = &params.plans_qp()[..=params.limbs()];
         let n = params.degree();
         let l = params.limbs();
-        let mut acc0 = RnsPoly::<Ntt>::zero(n, l + 1);
-        let mut acc1 = RnsPoly::<Ntt>::zero(n, l + 1);
-        let mut digit = vec![0u32; n];
-        for i in 0..l {
-            let src = c.limb(i);
-            for (j, plan) in plans.iter().enumerate() {
-                let m = plan.modulus();
-                if j == i || m.value() > params.ciphertext_primes()[i] {
-                    digit.copy_from_slice(src);
-                } else {
-                    // Residues below q_i, reduced mod a smaller prime.
-                    plan.backend().lincomb(m, &[src], &[m.shoup(1)], &mut digit);
+        let len = (l + 1) * n;
+        with_arena(2 * len + 3 * n, |arena| {
+            let (acc0, rest) = arena.split_at_mut(len);
+            let (acc1, rest) = rest.split_at_mut(len);
+            let (digit, scratch) = rest.split_at_mut(n);
+            acc0.fill(0);
+            acc1.fill(0);
+            for i in 0..l {
+                let src = c.limb(i);
+                for (j, plan) in plans.iter().enumerate() {
+                    let m = plan.modulus();
+                    if j == i || m.value() > params.ciphertext_primes()[i] {
+                        digit.copy_from_slice(src);
+                    } else {
+                        // Residues below q_i, reduced mod a smaller prime.
+                        plan.backend().lincomb(m, &[src], &[m.shoup(1)], digit);
+                    }
+                    plan.forward(digit);
+                    let r = j * n..(j + 1) * n;
+                    plan.multiply_accumulate(digit, self.k0[i].limb(j), &mut acc0[r.clone()]);
+                    plan.multiply_accumulate(digit, self.k1[i].limb(j), &mut acc1[r]);
                 }
-                plan.forward(&mut digit);
-                plan.multiply_accumulate(&digit, self.k0[i].limb(j), acc0.limb_mut(j));
-                plan.multiply_accumulate(&digit, self.k1[i].limb(j), acc1.limb_mut(j));
             }
-        }
-        (mod_down(params, acc0), mod_down(params, acc1))
+            drop_last_prime_in(plans, acc0, scratch);
+            drop_last_prime_in(plans, acc1, scratch);
+            (
+                RnsPoly::from_raw(acc0[..l * n].to_vec(), n),
+                RnsPoly::from_raw(acc1[..l * n].to_vec(), n),
+            )
+        })
     }
-}
-
-/// `round(x / P)` from Q·P to Q, in NTT form.
-pub(crate) fn mod_down(params: &Params, x: RnsPoly<Ntt>) -> RnsPoly<Ntt> {
-    drop_last_prime(&params.plans_qp()[..=params.limbs()], x)
 }
 
 /// `round(x / p)` where `p` is the last prime of `plans` (the basis `x` is
@@ -104,10 +111,23 @@ pub(crate) fn drop_last_prime(plans: &[NttPlan], mut x: RnsPoly<Ntt>) -> RnsPoly
     let n = x.degree();
     let l = plans.len() - 1;
     debug_assert_eq!(x.limbs(), plans.len());
+    let mut scratch = vec![0u32; 2 * n];
+    drop_last_prime_in(plans, x.as_mut_slice(), &mut scratch);
+    x.truncate_limbs(l);
+    x
+}
+
+/// [`drop_last_prime`] on limb-major residues (`plans.len()` limbs): the
+/// result is left in the first `plans.len() - 1` limbs. `scratch` holds at
+/// least `2·n` words.
+pub(crate) fn drop_last_prime_in(plans: &[NttPlan], x: &mut [u32], scratch: &mut [u32]) {
+    let l = plans.len() - 1;
+    let n = x.len() / plans.len();
     let p_plan = &plans[l];
     let p = p_plan.modulus().value();
-    let mut last = x.limb(l).to_vec();
-    p_plan.inverse(&mut last);
+    let (last, lifted) = scratch[..2 * n].split_at_mut(n);
+    last.copy_from_slice(&x[l * n..]);
+    p_plan.inverse(last);
     // Centre [x]_p in (-p/2, p/2] so the rounding is to nearest: add p/2
     // first and subtract it again per prime, branch-free.
     let half = p / 2;
@@ -115,24 +135,22 @@ pub(crate) fn drop_last_prime(plans: &[NttPlan], mut x: RnsPoly<Ntt>) -> RnsPoly
     for v in last.iter_mut() {
         *v = pm.add(*v, half);
     }
-    let mut lifted = vec![0u32; n];
     for (j, plan) in plans.iter().enumerate().take(l) {
         let m = plan.modulus();
         let bk = plan.backend();
         let half_j = m.reduce_u32(half);
         // [x]_p + p/2 (below p < 2^32) reduced mod q_j, then less p/2.
-        bk.lincomb(m, &[&last], &[m.shoup(1)], &mut lifted);
+        bk.lincomb(m, &[last], &[m.shoup(1)], lifted);
         for d in lifted.iter_mut() {
             *d = m.sub(*d, half_j);
         }
-        plan.forward(&mut lifted);
+        plan.forward(lifted);
         // (x - lifted) · p^-1, through `lifted` as the difference.
         let p_inv = m.shoup(m.inv(m.reduce_u32(p)));
-        for (d, &y) in lifted.iter_mut().zip(x.limb(j)) {
+        let xj = &mut x[j * n..(j + 1) * n];
+        for (d, &y) in lifted.iter_mut().zip(xj.iter()) {
             *d = m.sub(y, *d);
         }
-        bk.lincomb(m, &[&lifted], &[p_inv], x.limb_mut(j));
+        bk.lincomb(m, &[lifted], &[p_inv], xj);
     }
-    x.truncate_limbs(l);
-    x
 }

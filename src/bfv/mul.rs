@@ -386,7 +386,7 @@ thread_local! {
 }
 
 /// Runs `f` on `len` words of this thread's arena (contents unspecified).
-fn with_arena<R>(len: usize, f: impl FnOnce(&mut [u32]) -> R) -> R {
+pub(crate) fn with_arena<R>(len: usize, f: impl FnOnce(&mut [u32]) -> R) -> R {
     let mut buf = ARENA.with(|a| std::mem::take(&mut *a.borrow_mut()));
     if buf.len() < len {
         buf.resize(len, 0);

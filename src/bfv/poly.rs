@@ -49,6 +49,11 @@ impl<D> RnsPoly<D> {
         }
     }
 
+    /// All residues, limb-major, mutably.
+    pub(crate) fn as_mut_slice(&mut self) -> &mut [u32] {
+        &mut self.data
+    }
+
     /// Wraps limb-major residues (`data.len()` a multiple of `n`).
     pub(crate) fn from_raw(data: Vec<u32>, n: usize) -> Self {
         debug_assert_eq!(data.len() % n, 0);
