@@ -259,11 +259,9 @@ impl Evaluator {
         self.check_top_level("relinearize", ct)?;
         let plans = self.params.plans_q();
         let c2 = ct.polys[2].clone().into_coeff(plans);
-        let (u0, u1) = rk.ksw.apply(&self.params, &c2);
         let mut c0 = ct.polys[0].clone();
         let mut c1 = ct.polys[1].clone();
-        c0.add_assign(&u0, plans);
-        c1.add_assign(&u1, plans);
+        rk.ksw.apply_add(&self.params, &c2, &mut c0, &mut c1);
         Ok(Ciphertext::new(&self.params, vec![c0, c1]))
     }
 
@@ -281,11 +279,9 @@ impl Evaluator {
         let d2 = d.pop().expect("three parts");
         let d1 = d.pop().expect("three parts");
         let d0 = d.pop().expect("three parts");
-        let (u0, u1) = rk.ksw.apply(&self.params, &d2);
         let mut c0 = d0.into_ntt(plans);
         let mut c1 = d1.into_ntt(plans);
-        c0.add_assign(&u0, plans);
-        c1.add_assign(&u1, plans);
+        rk.ksw.apply_add(&self.params, &d2, &mut c0, &mut c1);
         Ok(Ciphertext::new(&self.params, vec![c0, c1]))
     }
 

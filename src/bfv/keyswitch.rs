@@ -68,6 +68,22 @@ impl KswKey {
         params: &Params,
         c: &RnsPoly<Coeff>,
     ) -> (RnsPoly<Ntt>, RnsPoly<Ntt>) {
+        let (n, l) = (params.degree(), params.limbs());
+        let mut u0 = RnsPoly::zero(n, l);
+        let mut u1 = RnsPoly::zero(n, l);
+        self.apply_add(params, c, &mut u0, &mut u1);
+        (u0, u1)
+    }
+
+    /// As [`Self::apply`], adding `u0` to `out0` and `u1` to `out1` (NTT
+    /// form over Q) instead of returning them.
+    pub(crate) fn apply_add(
+        &self,
+        params: &Params,
+        c: &RnsPoly<Coeff>,
+        out0: &mut RnsPoly<Ntt>,
+        out1: &mut RnsPoly<Ntt>,
+    ) {
         let plans = &params.plans_qp()[..=params.limbs()];
         let n = params.degree();
         let l = params.limbs();
@@ -94,12 +110,15 @@ impl KswKey {
                     plan.multiply_accumulate(digit, self.k1[i].limb(j), &mut acc1[r]);
                 }
             }
-            drop_last_prime_in(plans, acc0, scratch);
-            drop_last_prime_in(plans, acc1, scratch);
-            (
-                RnsPoly::from_raw(acc0[..l * n].to_vec(), n),
-                RnsPoly::from_raw(acc1[..l * n].to_vec(), n),
-            )
+            for (acc, out) in [(acc0, out0), (acc1, out1)] {
+                drop_last_prime_in(plans, acc, scratch);
+                for (j, plan) in plans.iter().enumerate().take(l) {
+                    let m = plan.modulus();
+                    for (o, &u) in out.limb_mut(j).iter_mut().zip(&acc[j * n..(j + 1) * n]) {
+                        *o = m.add(*o, u);
+                    }
+                }
+            }
         })
     }
 }

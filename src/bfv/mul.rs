@@ -380,24 +380,21 @@ fn tensor(plans: &[NttPlan], n: usize, x: [&[u32]; 2], y: [&[u32]; 2], out: &mut
 }
 
 thread_local! {
-    /// Reused working memory of [`MulConsts::tensor_scaled`]: it holds
-    /// ciphertext-derived values only, never key material.
-    static ARENA: std::cell::RefCell<Vec<u32>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Reused working memory of multiplication and key switching: it holds
+    /// ciphertext-derived values and public-key products only, never secret
+    /// key material. A small pool, so that nested users get separate buffers.
+    static ARENA: std::cell::RefCell<Vec<Vec<u32>>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// Runs `f` on `len` words of this thread's arena (contents unspecified).
+/// Runs `f` on `len` words of one of this thread's reusable buffers
+/// (contents unspecified).
 pub(crate) fn with_arena<R>(len: usize, f: impl FnOnce(&mut [u32]) -> R) -> R {
-    let mut buf = ARENA.with(|a| std::mem::take(&mut *a.borrow_mut()));
+    let mut buf = ARENA.with(|a| a.borrow_mut().pop()).unwrap_or_default();
     if buf.len() < len {
         buf.resize(len, 0);
     }
     let r = f(&mut buf[..len]);
-    ARENA.with(|a| {
-        let mut a = a.borrow_mut();
-        if a.len() < buf.len() {
-            *a = buf;
-        }
-    });
+    ARENA.with(|a| a.borrow_mut().push(buf));
     r
 }
 
