@@ -2,7 +2,10 @@
 //!
 //! * `matching/verify` and `matching/verify_no_relin`: one 1:1 verification on
 //!   the server (multiply, optional relinearization, masking,
-//!   re-randomization, switching the reply down).
+//!   re-randomization, switching the reply down) against a prepared template,
+//!   as the server keeps it in its cache of recent users.
+//! * `matching/verify_unprepared`: the same with the template's part of the
+//!   multiplication redone on every call (a user not in the cache).
 //! * `matching/identify_scores_1core` and `matching/identify_scores_allcores`:
 //!   scoring a plaintext probe against a gallery of 100 000 templates (3 125
 //!   ciphertexts), on one core and on every core.
@@ -38,9 +41,24 @@ fn matching(c: &mut Criterion) {
         .verify_with(&template, &probe, &pk, Some(&rk), &mut rng)
         .unwrap();
 
+    let prepared = verifier.prepare_template(&template).unwrap();
+
     let mut g = c.benchmark_group("matching");
     g.sample_size(20);
     g.bench_function("verify", |b| {
+        b.iter(|| {
+            verifier
+                .verify_prepared_with(
+                    black_box(&prepared),
+                    black_box(&probe),
+                    &pk,
+                    Some(&rk),
+                    &mut rng,
+                )
+                .unwrap()
+        })
+    });
+    g.bench_function("verify_unprepared", |b| {
         b.iter(|| {
             verifier
                 .verify_with(
@@ -56,7 +74,7 @@ fn matching(c: &mut Criterion) {
     g.bench_function("verify_no_relin", |b| {
         b.iter(|| {
             verifier
-                .verify_with(black_box(&template), black_box(&probe), &pk, None, &mut rng)
+                .verify_prepared_with(black_box(&prepared), black_box(&probe), &pk, None, &mut rng)
                 .unwrap()
         })
     });

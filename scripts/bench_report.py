@@ -41,6 +41,7 @@ rows = []  # (area, op, ours_us, peer, peer_us)
 # Our matching benchmark -> the SEAL figure it is compared with.
 MATCHING_PEERS = [
     ("verify", "multiply_relin"),
+    ("verify_unprepared", "multiply_relin"),
     ("verify_no_relin", "multiply"),
     ("identify_scores_1core", "identify_scores_1core"),
 ]

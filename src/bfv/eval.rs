@@ -16,6 +16,34 @@ pub struct PlaintextNtt {
     poly: RnsPoly<Ntt>,
 }
 
+/// A size-2 ciphertext at the top level with its exact extension to the
+/// multiplication base precomputed (NTT form), for repeated
+/// [`Evaluator::multiply_prepared`] / [`Evaluator::multiply_relin_prepared`]:
+/// a stored template multiplied by many probes pays for its extension once.
+#[derive(Clone, Debug)]
+pub struct PreparedCiphertext {
+    ct: Ciphertext,
+    ext: Vec<u32>,
+}
+
+impl PreparedCiphertext {
+    /// The ciphertext itself.
+    pub fn ciphertext(&self) -> &Ciphertext {
+        &self.ct
+    }
+
+    /// Bytes held, the ciphertext included.
+    pub fn memory_bytes(&self) -> usize {
+        4 * (self.ext.len()
+            + self
+                .ct
+                .polys
+                .iter()
+                .map(|p| p.as_slice().len())
+                .sum::<usize>())
+    }
+}
+
 /// Evaluates additions and products on ciphertexts of one parameter set.
 #[derive(Clone, Debug)]
 pub struct Evaluator {
@@ -200,36 +228,91 @@ impl Evaluator {
         Ok(Ciphertext::new(&self.params, out))
     }
 
+    /// Precomputes what [`Self::multiply`] does to `a` alone (its exact
+    /// extension to the multiplication base), for a ciphertext that will be
+    /// multiplied many times. It must be of size 2 at the top level.
+    pub fn prepare_multiplicand(&self, a: &Ciphertext) -> Result<PreparedCiphertext, BfvError> {
+        self.check_multiplicand(a)?;
+        let ext = self.params.mul_consts().extend_pair(
+            self.params.plans_q(),
+            [a.polys[0].as_slice(), a.polys[1].as_slice()],
+        );
+        Ok(PreparedCiphertext { ct: a.clone(), ext })
+    }
+
+    /// [`Self::multiply`] with a prepared first factor.
+    pub fn multiply_prepared(
+        &self,
+        a: &PreparedCiphertext,
+        b: &Ciphertext,
+    ) -> Result<Ciphertext, BfvError> {
+        let plans_q = self.params.plans_q();
+        let out = self
+            .tensor_to_coeff(&a.ct, Some(&a.ext), b)?
+            .into_iter()
+            .map(|d| d.into_ntt(plans_q))
+            .collect();
+        Ok(Ciphertext::new(&self.params, out))
+    }
+
+    /// [`Self::multiply_relin`] with a prepared first factor.
+    pub fn multiply_relin_prepared(
+        &self,
+        a: &PreparedCiphertext,
+        b: &Ciphertext,
+        rk: &RelinKey,
+    ) -> Result<Ciphertext, BfvError> {
+        self.params.check(rk.params())?;
+        let d = self.tensor_to_coeff(&a.ct, Some(&a.ext), b)?;
+        Ok(self.relin_from_coeff(d, rk))
+    }
+
+    fn check_multiplicand(&self, c: &Ciphertext) -> Result<(), BfvError> {
+        self.params.check(c.params())?;
+        if c.size() != 2 {
+            return Err(BfvError::CiphertextSize {
+                op: "multiply",
+                size: c.size(),
+                expected: "2",
+            });
+        }
+        if c.limbs() != self.params.limbs() {
+            return Err(BfvError::LevelMismatch {
+                op: "multiply (inputs must be at the top level)",
+                a: c.limbs(),
+                b: self.params.limbs(),
+            });
+        }
+        Ok(())
+    }
+
     /// The scaled tensor `(d0, d1, d2)` of `a · b` in coefficient form over Q.
     fn multiply_to_coeff(
         &self,
         a: &Ciphertext,
         b: &Ciphertext,
     ) -> Result<Vec<RnsPoly<super::poly::Coeff>>, BfvError> {
+        self.tensor_to_coeff(a, None, b)
+    }
+
+    /// [`Self::multiply_to_coeff`], with `a`'s extension possibly given.
+    fn tensor_to_coeff(
+        &self,
+        a: &Ciphertext,
+        a_ext: Option<&[u32]>,
+        b: &Ciphertext,
+    ) -> Result<Vec<RnsPoly<super::poly::Coeff>>, BfvError> {
         self.check_pair("multiply", a, b)?;
-        for c in [a, b] {
-            if c.size() != 2 {
-                return Err(BfvError::CiphertextSize {
-                    op: "multiply",
-                    size: c.size(),
-                    expected: "2",
-                });
-            }
-        }
+        self.check_multiplicand(a)?;
+        self.check_multiplicand(b)?;
         let l = self.params.limbs();
-        if a.limbs() != l {
-            return Err(BfvError::LevelMismatch {
-                op: "multiply (inputs must be at the top level)",
-                a: a.limbs(),
-                b: l,
-            });
-        }
         let n = self.params.degree();
         let mut out = [vec![0u32; l * n], vec![0u32; l * n], vec![0u32; l * n]];
         let [o0, o1, o2] = &mut out;
         self.params.mul_consts().tensor_scaled(
             self.params.plans_q(),
             [a.polys[0].as_slice(), a.polys[1].as_slice()],
+            a_ext,
             [b.polys[0].as_slice(), b.polys[1].as_slice()],
             [o0, o1, o2],
         );
@@ -274,15 +357,26 @@ impl Evaluator {
         rk: &RelinKey,
     ) -> Result<Ciphertext, BfvError> {
         self.params.check(rk.params())?;
+        let d = self.multiply_to_coeff(a, b)?;
+        Ok(self.relin_from_coeff(d, rk))
+    }
+
+    /// Relinearizes the scaled tensor `(d0, d1, d2)` (coefficients over Q)
+    /// straight from coefficient form, saving `d2`'s transforms there and
+    /// back.
+    fn relin_from_coeff(
+        &self,
+        mut d: Vec<RnsPoly<super::poly::Coeff>>,
+        rk: &RelinKey,
+    ) -> Ciphertext {
         let plans = self.params.plans_q();
-        let mut d = self.multiply_to_coeff(a, b)?;
         let d2 = d.pop().expect("three parts");
         let d1 = d.pop().expect("three parts");
         let d0 = d.pop().expect("three parts");
         let mut c0 = d0.into_ntt(plans);
         let mut c1 = d1.into_ntt(plans);
         rk.ksw.apply_add(&self.params, &d2, &mut c0, &mut c1);
-        Ok(Ciphertext::new(&self.params, vec![c0, c1]))
+        Ciphertext::new(&self.params, vec![c0, c1])
     }
 
     fn check_top_level(&self, op: &'static str, ct: &Ciphertext) -> Result<(), BfvError> {

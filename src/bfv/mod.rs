@@ -21,7 +21,7 @@ mod serialize;
 
 pub use ciphertext::Ciphertext;
 pub use encoding::{BatchEncoder, CoefficientEncoder};
-pub use eval::{Evaluator, PlaintextNtt};
+pub use eval::{Evaluator, PlaintextNtt, PreparedCiphertext};
 pub use galois::{column_swap_element, row_rotation_element, GaloisKeys, RelinKey};
 pub use keys::{PublicKey, SecretKey};
 pub use params::{Params, ParamsBuilder};

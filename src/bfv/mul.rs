@@ -269,29 +269,30 @@ impl MulConsts {
         &self,
         plans_q: &[NttPlan],
         a: [&[u32]; 2],
+        a_ext: Option<&[u32]>,
         b: [&[u32]; 2],
         out: [&mut [u32]; 3],
     ) {
         let n = self.plans_b[0].degree();
         let (l, kb) = (plans_q.len(), self.k());
         let (lq, lb) = (l * n, kb * n);
-        let extra = self.scale_round_scratch(n).max(kb.max(l) * n + n);
-        with_arena(4 * lb + 3 * lq + 3 * lb + lq + extra, |arena| {
+        let extra = self.scale_round_scratch(n).max(self.extend_scratch(l, n));
+        with_arena(4 * lb + 3 * lq + 3 * lb + extra, |arena| {
             let (ext, rest) = arena.split_at_mut(4 * lb);
             let (tq, rest) = rest.split_at_mut(3 * lq);
-            let (tb, rest) = rest.split_at_mut(3 * lb);
-            let (coeff, scratch) = rest.split_at_mut(lq);
-            // Each input over B, in NTT form.
-            for (p, e) in [a[0], a[1], b[0], b[1]].into_iter().zip(ext.chunks_mut(lb)) {
-                coeff.copy_from_slice(p);
-                for (limb, plan) in coeff.chunks_mut(n).zip(plans_q) {
-                    plan.inverse(limb);
+            let (tb, scratch) = rest.split_at_mut(3 * lb);
+            // Each input over B, in NTT form; `a`'s may be precomputed.
+            let (ea, eb) = ext.split_at_mut(2 * lb);
+            match a_ext {
+                Some(pre) => ea.copy_from_slice(&pre[..2 * lb]),
+                None => {
+                    for (p, e) in a.into_iter().zip(ea.chunks_mut(lb)) {
+                        self.extend_to_b_ntt(plans_q, p, e, scratch);
+                    }
                 }
-                let (y, k) = scratch.split_at_mut(l * n);
-                self.q_to_b.convert(coeff, e, n, y, &mut k[..n]);
-                for (limb, plan) in e.chunks_mut(n).zip(&self.plans_b) {
-                    plan.forward(limb);
-                }
+            }
+            for (p, e) in b.into_iter().zip(eb.chunks_mut(lb)) {
+                self.extend_to_b_ntt(plans_q, p, e, scratch);
             }
             let (a0b, rest) = ext.split_at(lb);
             let (a1b, rest) = rest.split_at(lb);
@@ -308,6 +309,47 @@ impl MulConsts {
                 self.scale_round_to_q_in(dq, db, o, n, scratch);
             }
         });
+    }
+
+    /// Words of scratch [`Self::extend_to_b_ntt`] needs.
+    fn extend_scratch(&self, l: usize, n: usize) -> usize {
+        2 * l * n + n
+    }
+
+    /// `p` (NTT form over Q, `L·n`) extended exactly to B, in NTT form
+    /// (`out`, `K·n`).
+    pub(crate) fn extend_to_b_ntt(
+        &self,
+        plans_q: &[NttPlan],
+        p: &[u32],
+        out: &mut [u32],
+        scratch: &mut [u32],
+    ) {
+        let n = self.plans_b[0].degree();
+        let l = plans_q.len();
+        let (coeff, rest) = scratch.split_at_mut(l * n);
+        let (y, rest) = rest.split_at_mut(l * n);
+        coeff.copy_from_slice(p);
+        for (limb, plan) in coeff.chunks_mut(n).zip(plans_q) {
+            plan.inverse(limb);
+        }
+        self.q_to_b.convert(coeff, out, n, y, &mut rest[..n]);
+        for (limb, plan) in out.chunks_mut(n).zip(&self.plans_b) {
+            plan.forward(limb);
+        }
+    }
+
+    /// The B-extension (NTT form, `2·K·n`) of a size-2 ciphertext's parts,
+    /// for [`Self::tensor_scaled`]'s `a_ext`.
+    pub(crate) fn extend_pair(&self, plans_q: &[NttPlan], a: [&[u32]; 2]) -> Vec<u32> {
+        let n = self.plans_b[0].degree();
+        let lb = self.k() * n;
+        let mut out = vec![0u32; 2 * lb];
+        let mut scratch = vec![0u32; self.extend_scratch(plans_q.len(), n)];
+        for (p, e) in a.into_iter().zip(out.chunks_mut(lb)) {
+            self.extend_to_b_ntt(plans_q, p, e, &mut scratch);
+        }
+        out
     }
 
     /// [`Self::scale_round_to_q`] for more than four ciphertext primes, where

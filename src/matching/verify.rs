@@ -13,7 +13,10 @@
 //!    inputs';
 //! 4. switch down to the fewest primes that still decrypt correctly.
 
-use crate::bfv::{Ciphertext, CoefficientEncoder, Evaluator, Params, Prng, PublicKey, RelinKey};
+use crate::bfv::{
+    Ciphertext, CoefficientEncoder, Evaluator, Params, PreparedCiphertext, Prng, PublicKey,
+    RelinKey,
+};
 use crate::error::MatchError;
 
 use super::pack::is_score_position;
@@ -67,15 +70,51 @@ impl Verifier {
         rk: Option<&RelinKey>,
         rng: &mut Prng,
     ) -> Result<Ciphertext, MatchError> {
-        for ct in [template, probe] {
-            self.params.check(ct.params())?;
-            if ct.is_transparent() {
-                return Err(MatchError::TransparentCiphertext);
-            }
+        let template = self.prepare_template(template)?;
+        self.verify_prepared_with(&template, probe, user_pk, rk, rng)
+    }
+
+    /// Checks a stored template and precomputes its part of the
+    /// multiplication, so that each verification against it costs less
+    /// (what a server keeps in its cache of recently used templates).
+    pub fn prepare_template(
+        &self,
+        template: &Ciphertext,
+    ) -> Result<PreparedCiphertext, MatchError> {
+        self.params.check(template.params())?;
+        if template.is_transparent() {
+            return Err(MatchError::TransparentCiphertext);
+        }
+        Ok(self.ev.prepare_multiplicand(template)?)
+    }
+
+    /// [`Self::verify`] against a prepared template.
+    pub fn verify_prepared(
+        &self,
+        template: &PreparedCiphertext,
+        probe: &Ciphertext,
+        user_pk: &PublicKey,
+        rk: Option<&RelinKey>,
+    ) -> Result<Ciphertext, MatchError> {
+        self.verify_prepared_with(template, probe, user_pk, rk, &mut Prng::from_os()?)
+    }
+
+    /// [`Self::verify_with`] against a prepared template.
+    pub fn verify_prepared_with(
+        &self,
+        template: &PreparedCiphertext,
+        probe: &Ciphertext,
+        user_pk: &PublicKey,
+        rk: Option<&RelinKey>,
+        rng: &mut Prng,
+    ) -> Result<Ciphertext, MatchError> {
+        self.params.check(probe.params())?;
+        if probe.is_transparent() {
+            return Err(MatchError::TransparentCiphertext);
         }
         let mut product = match rk {
-            Some(rk) => self.ev.multiply_relin(template, probe, rk)?,
-            None => self.ev.multiply(template, probe)?,
+            Some(rk) => self.ev.multiply_relin_prepared(template, probe, rk)?,
+            None => self.ev.multiply_prepared(template, probe)?,
         };
         self.ev.add_plain_assign(&mut product, &self.mask(rng)?)?;
         let zero =

@@ -694,12 +694,16 @@ async fn verify(
             let probe = parse_fresh_ciphertext(&params, "probe", &body)?;
             let loaded = match (cached, record) {
                 (Some(l), _) => l,
-                (None, Some(rec)) => Arc::new(parse_record(&params, rec)?),
+                (None, Some(rec)) => Arc::new(parse_record(&params, &verifier, rec)?),
                 (None, None) => return Err(ApiError::internal("no user record")),
             };
             let parse_us = start.elapsed().as_micros() as u64;
-            let reply =
-                verifier.verify(&loaded.template, &probe, &loaded.pk, loaded.rk.as_ref())?;
+            let reply = verifier.verify_prepared(
+                &loaded.template,
+                &probe,
+                &loaded.pk,
+                loaded.rk.as_ref(),
+            )?;
             let bytes = reply.to_bytes();
             let total = start.elapsed().as_micros() as u64;
             Ok((
@@ -766,8 +770,13 @@ async fn verify(
         .into_response())
 }
 
-/// Parses a stored user record (keys and template).
-fn parse_record(params: &Params, rec: super::store::UserRecord) -> ApiResult<Loaded> {
+/// Parses a stored user record (keys and template) and prepares the
+/// template for repeated verifications.
+fn parse_record(
+    params: &Params,
+    verifier: &Verifier,
+    rec: super::store::UserRecord,
+) -> ApiResult<Loaded> {
     let (template, count) = rec
         .template
         .ok_or_else(|| ApiError::internal("no template"))?;
@@ -782,6 +791,7 @@ fn parse_record(params: &Params, rec: super::store::UserRecord) -> ApiResult<Loa
     };
     let template =
         Ciphertext::from_bytes(params, &template).map_err(|e| ApiError::corrupt("template", e))?;
+    let template = verifier.prepare_template(&template)?;
     Ok(Loaded {
         pk,
         rk,

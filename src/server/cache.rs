@@ -9,13 +9,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::bfv::{Ciphertext, PublicKey, RelinKey};
+use crate::bfv::{PreparedCiphertext, PublicKey, RelinKey};
 
 /// A user's objects, parsed.
 pub struct Loaded {
     pub pk: PublicKey,
     pub rk: Option<RelinKey>,
-    pub template: Ciphertext,
+    /// The template with its part of the multiplication precomputed.
+    pub template: PreparedCiphertext,
     pub count: u32,
 }
 

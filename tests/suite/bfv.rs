@@ -364,6 +364,16 @@ suite_test! {
         let budget = sk.noise_budget(&prod).unwrap();
         eprintln!("noise budget after multiply + relinearize: {budget:.1} bits");
         assert!(budget > 25.0, "{budget}");
+        // A prepared first factor gives the very same ciphertexts.
+        let prepared = ev.prepare_multiplicand(&ca).unwrap();
+        assert_eq!(prepared.ciphertext(), &ca);
+        assert_eq!(ev.multiply_relin_prepared(&prepared, &cb, &rk).unwrap(), prod);
+        assert_eq!(ev.multiply_prepared(&prepared, &cb).unwrap(), ev.multiply(&ca, &cb).unwrap());
+        assert!(ev.prepare_multiplicand(&prod.clone()).is_ok());
+        assert!(matches!(
+            ev.prepare_multiplicand(&ev.multiply(&ca, &cb).unwrap()),
+            Err(blindmatch::BfvError::CiphertextSize { .. })
+        ));
         // Rows rotate left by `step`; columns swap rows.
         let rotated = |v: &[i64], step: i64| -> Vec<i64> {
             let h = half as i64;

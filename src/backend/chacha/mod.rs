@@ -1,0 +1,1 @@
+//! ChaCha20 block function kernels (multi-block, per backend).
