@@ -35,17 +35,28 @@ pub(crate) fn expand_uniform(seed: [u8; 32], plans: &[NttPlan], n: usize) -> Rns
 pub(crate) fn error_poly(rng: &mut Prng, plans: &[NttPlan], n: usize) -> RnsPoly<Coeff> {
     let mut small = vec![0i8; n];
     sample::fill_cbd(rng, &mut small);
-    let e: Vec<i64> = small.iter().map(|&v| v as i64).collect();
-    RnsPoly::from_small(&e, plans)
+    RnsPoly::from_small(&small, plans)
 }
 
 pub(crate) fn encrypt_zero_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng) -> ZeroSk {
+    encrypt_sk(sk, limbs, rng, None)
+}
+
+/// As [`encrypt_zero_sk`], with `Δ·pt` added to `c0`. The message joins the
+/// error before the NTT (the NTT is linear and its output canonical, so the
+/// result is the same as adding `NTT(Δ·pt)` afterwards, with one transform
+/// fewer).
+fn encrypt_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng, pt: Option<&Plaintext>) -> ZeroSk {
     let params = &sk.params;
     let plans = &params.plans_q()[..limbs];
     let n = params.degree();
     let seed = rng.seed();
     let a = expand_uniform(seed, plans, n);
-    let mut c0 = error_poly(rng, plans, n).into_ntt(plans);
+    let mut e = error_poly(rng, plans, n);
+    if let Some(pt) = pt {
+        add_scaled_message(params, pt, &mut e);
+    }
+    let mut c0 = e.into_ntt(plans);
     let mut s = sk.s_q(limbs);
     let mut as_ = RnsPoly::zero(n, limbs);
     as_.mul_from(&a, &s, plans);
@@ -57,19 +68,22 @@ pub(crate) fn encrypt_zero_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng) -> Z
 /// `Δ·m` in each of the first `limbs` limbs, where Δ = floor(Q_l/t) for the
 /// product Q_l of those primes, as a coefficient-domain poly.
 pub(crate) fn scaled_message(params: &Params, pt: &Plaintext, limbs: usize) -> RnsPoly<Coeff> {
-    let n = params.degree();
-    let mut out = RnsPoly::zero(n, limbs);
+    let mut out = RnsPoly::zero(params.degree(), limbs);
+    add_scaled_message(params, pt, &mut out);
+    out
+}
+
+/// `x += Δ·m` in each limb of `x`, with Δ of the level of `x`.
+fn add_scaled_message(params: &Params, pt: &Plaintext, x: &mut RnsPoly<Coeff>) {
+    let limbs = x.limbs();
     for i in 0..limbs {
-        let plan = &params.plans_q()[i];
-        let m = plan.modulus();
+        let m = params.plans_q()[i].modulus();
         // Δ of the ciphertext's own level: floor(Q_l/t) for its first l primes.
-        let delta = params.level(limbs).delta[i];
-        let w = m.shoup(delta);
-        for (x, &v) in out.limb_mut(i).iter_mut().zip(pt.coeffs()) {
-            *x = m.mul_shoup(v, w);
+        let w = m.shoup(params.level(limbs).delta[i]);
+        for (x, &v) in x.limb_mut(i).iter_mut().zip(pt.coeffs()) {
+            *x = m.add(*x, m.mul_shoup(v, w));
         }
     }
-    out
 }
 
 impl SecretKey {
@@ -82,11 +96,7 @@ impl SecretKey {
     /// its uniform part, so it serializes as seed + one polynomial.
     pub fn encrypt_with(&self, pt: &Plaintext, rng: &mut Prng) -> Result<Ciphertext, BfvError> {
         self.params.check(pt.params())?;
-        let limbs = self.params.limbs();
-        let plans = self.params.plans_q();
-        let mut z = encrypt_zero_sk(self, limbs, rng);
-        let dm = scaled_message(&self.params, pt, limbs).into_ntt(plans);
-        z.c0.add_assign(&dm, plans);
+        let z = encrypt_sk(self, self.params.limbs(), rng, Some(pt));
         Ok(Ciphertext::new_seeded(&self.params, z.c0, z.c1, z.seed))
     }
 
@@ -136,10 +146,11 @@ impl SecretKey {
             });
         }
         let x = self.phase(ct)?;
-        Ok(positions
-            .iter()
-            .map(|&j| super::scaling::round_coeff_to_t(&self.params, &x, j))
-            .collect())
+        Ok(super::scaling::round_coeffs_to_t(
+            &self.params,
+            &x,
+            positions,
+        ))
     }
 
     /// Invariant noise budget in bits (diagnostic, native tests and tools):
@@ -160,28 +171,25 @@ impl PublicKey {
     /// Encrypts with the given generator.
     pub fn encrypt_with(&self, pt: &Plaintext, rng: &mut Prng) -> Result<Ciphertext, BfvError> {
         self.params.check(pt.params())?;
-        let (c0, c1) = encrypt_zero_pk(self, rng);
-        let mut c0 = c0;
-        let limbs = self.params.limbs();
-        let plans = self.params.plans_q();
-        let dm = scaled_message(&self.params, pt, limbs).into_ntt(plans);
-        c0.add_assign(&dm, plans);
+        let (c0, c1) = encrypt_pk(self, rng, pt);
         Ok(Ciphertext::new(&self.params, vec![c0, c1]))
     }
 }
 
-/// `(p0·u + e1, p1·u + e2)` with ternary `u`.
-pub(crate) fn encrypt_zero_pk(pk: &PublicKey, rng: &mut Prng) -> (RnsPoly<Ntt>, RnsPoly<Ntt>) {
+/// `(p0·u + e1 + Δ·pt, p1·u + e2)` with ternary `u` (the message joins `e1`
+/// before the NTT, as in [`encrypt_sk`]).
+fn encrypt_pk(pk: &PublicKey, rng: &mut Prng, pt: &Plaintext) -> (RnsPoly<Ntt>, RnsPoly<Ntt>) {
     let params = &pk.params;
     let plans = params.plans_q();
     let n = params.degree();
     let limbs = params.limbs();
     let mut small = vec![0i8; n];
     sample::fill_ternary(rng, &mut small);
-    let u: Vec<i64> = small.iter().map(|&v| v as i64).collect();
+    let u = RnsPoly::from_small(&small, plans).into_ntt(plans);
     zeroize::Zeroize::zeroize(&mut small);
-    let u = RnsPoly::from_small(&u, plans).into_ntt(plans);
-    let mut c0 = error_poly(rng, plans, n).into_ntt(plans);
+    let mut e1 = error_poly(rng, plans, n);
+    add_scaled_message(params, pt, &mut e1);
+    let mut c0 = e1.into_ntt(plans);
     let mut c1 = error_poly(rng, plans, n).into_ntt(plans);
     let mut t = RnsPoly::zero(n, limbs);
     t.mul_from(&pk.p0, &u, plans);

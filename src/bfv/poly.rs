@@ -130,13 +130,17 @@ impl<D> RnsPoly<D> {
 
 impl RnsPoly<Coeff> {
     /// Small signed coefficients (|c| < every prime) reduced into each limb.
-    pub fn from_small(coeffs: &[i64], plans: &[NttPlan]) -> Self {
+    /// Any signed integer type will do (`i8` samples need no widening).
+    pub fn from_small<T: Copy + Into<i64>>(coeffs: &[T], plans: &[NttPlan]) -> Self {
         let n = coeffs.len();
         let mut p = Self::zero(n, plans.len());
         for (i, plan) in plans.iter().enumerate() {
-            let m = plan.modulus();
+            // Primes are below 2^30, so |c| < q fits in i32, and 32-bit lanes
+            // vectorize best; a negative c gets q added through its sign mask.
+            let q = plan.modulus().value() as i32;
             for (x, &c) in p.limb_mut(i).iter_mut().zip(coeffs) {
-                *x = super::sample::signed_to_residue(c, m);
+                let v = c.into() as i32;
+                *x = (v + (q & (v >> 31))) as u32;
             }
         }
         p

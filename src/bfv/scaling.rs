@@ -17,13 +17,15 @@ pub(crate) struct LevelConsts {
     /// floor(Q_l / t) mod q_i.
     pub delta: Vec<u32>,
     /// floor(t·Q̃_i/q_i) mod t.
-    pub omega: Vec<u64>,
+    pub omega: Vec<u32>,
+    /// Shoup companion of `omega` for products mod t: floor(ω_i·2^32 / t).
+    pub omega_shoup: Vec<u32>,
     /// frac(t·Q̃_i/q_i).
     pub theta: Vec<f64>,
     /// Q̃_i = (Q_l/q_i)^-1 mod q_i.
     pub q_tilde: Vec<u32>,
-    /// floor(2^64 / t), for reducing mod t.
-    pub t_barrett: u64,
+    /// 1/t, for reducing the rounded sums mod t.
+    pub t_inv: f64,
 }
 
 impl LevelConsts {
@@ -33,6 +35,7 @@ impl LevelConsts {
         let q_mod_t = q.iter().fold(1u64, |acc, &qi| acc * qi as u64 % t as u64);
         let mut delta = Vec::with_capacity(l);
         let mut omega = Vec::with_capacity(l);
+        let mut omega_shoup = Vec::with_capacity(l);
         let mut theta = Vec::with_capacity(l);
         let mut q_tilde = Vec::with_capacity(l);
         for (i, &qi) in q.iter().enumerate() {
@@ -51,56 +54,175 @@ impl LevelConsts {
             let qt = m.inv(prod);
             q_tilde.push(qt);
             let num = t as u128 * qt as u128;
-            omega.push(((num / qi as u128) % t as u128) as u64);
+            let w = ((num / qi as u128) % t as u128) as u32;
+            omega.push(w);
+            omega_shoup.push((((w as u64) << 32) / t as u64) as u32);
             theta.push((num % qi as u128) as f64 / qi as f64);
         }
         LevelConsts {
             delta,
             omega,
+            omega_shoup,
             theta,
             q_tilde,
-            t_barrett: u64::MAX / t as u64,
+            t_inv: 1.0 / t as f64,
         }
     }
 }
 
-/// `x mod t` for any `t` in `2..2^31` (Barrett with `mu = floor(2^64/t)`),
-/// branch-free.
-#[inline]
-pub(crate) fn reduce_u64_any(x: u64, t: u32, mu: u64) -> u32 {
-    let est = ((x as u128 * mu as u128) >> 64) as u64;
-    let r = x.wrapping_sub(est.wrapping_mul(t as u64)) as u32;
-    crate::arith::csub(r, t)
+// Decryption rounding, limb-major and branch-free.
+//
+// For coefficient j the rounding computes, over the limbs i in order,
+//
+//     int  = Σ_i (x_i·ω_i + floor(x_i·θ_i)),
+//     frac = ((0 + frac(x_0·θ_0)) + frac(x_1·θ_1)) + …   (f64, in this order)
+//
+// and returns (int + floor(frac + 0.5)) mod t. The f64 operations (x_i·θ_i,
+// its floor, the subtraction and the running sum) are exactly those of a
+// per-coefficient loop over the limbs, so `frac`, and with it every rounding
+// decision, is the same bit for bit in whatever order the coefficients are
+// visited; the integer part is only needed mod t, so it may be reduced early.
+//
+// Each limb is one pass over a block of coefficients that updates two `f64`
+// arrays, with no u128 and no data-dependent branch, so the compiler turns
+// it into SIMD code on every target:
+//
+// * x_i·ω_i mod t is a Shoup product with 64-bit intermediates: since
+//   ω_i < t and x_i < 2^32, the result r_i is in [0, 2t), exact (t < 2^30).
+// * r_i and floor(x_i·θ_i) are added to `int` as f64. Bound: r_i < 2t < 2^31,
+//   floor(x_i·θ_i) <= x_i < q_i < 2^30, and there are at most MAX_PRIMES = 15
+//   limbs, so int < 15·(2^31 + 2^30) < 2^36; floor(frac + 0.5) adds at most
+//   15 (each fraction is below 1). Every partial sum is an integer below
+//   2^53, so the f64 additions are exact.
+// * The floor of x_i·θ_i in [0, 2^30) and the conversions between f64 and
+//   integers below 2^52 use the 2^52 trick (`round_small`), exact there and
+//   vectorizable everywhere (SSE2 has no f64 floor, and casts between f64
+//   and u64 have no SIMD form before AVX-512).
+// * The final reduction of `total` (an integer below 2^37):
+//   k = round(total·fl(1/t)), r = total - k·t. The relative error of
+//   total·fl(1/t) is below 2^-51, so |k - total/t| <= 1/2 + 2^37·2^-51 and
+//   |r| < t; k·t < 2^38, so r is exact, and adding t when r is negative gives
+//   total mod t.
+
+/// 2^52. For `0 <= v < 2^51`, `v + 2^52` rounds `v` to an integer (f64
+/// values in [2^52, 2^53) are spaced 1 apart) and holds that integer in its
+/// low mantissa bits.
+const TWO_52: f64 = 4_503_599_627_370_496.0;
+
+/// `v` rounded to the nearest integer (ties to even), for `0 <= v < 2^51`.
+#[inline(always)]
+fn round_small(v: f64) -> f64 {
+    (v + TWO_52) - TWO_52
+}
+
+/// `floor(v)` for `0 <= v < 2^51` (there, the same as `(v as u64) as f64`).
+#[inline(always)]
+fn floor_small(v: f64) -> f64 {
+    let r = round_small(v);
+    if r > v {
+        r - 1.0
+    } else {
+        r
+    }
+}
+
+/// `v as f64` for `v < 2^52` (exact): `v` placed in the mantissa of 2^52.
+#[inline(always)]
+fn u64_to_f64(v: u64) -> f64 {
+    f64::from_bits(TWO_52.to_bits() | v) - TWO_52
+}
+
+/// `v as u32` for an integer-valued `v` in `[0, 2^32)`.
+#[inline(always)]
+fn f64_to_u32(v: f64) -> u32 {
+    (v + TWO_52).to_bits() as u32
+}
+
+/// Coefficients rounded together: every limb is streamed over the block's
+/// two sums (2 KiB of stack), which stay in L1.
+const BLOCK: usize = 128;
+
+/// Adds the share of limb `i`, whose residues are `x`, to the block sums.
+#[inline(always)]
+fn accumulate_limb(
+    x: &[u32],
+    c: &LevelConsts,
+    i: usize,
+    t: u32,
+    int: &mut [f64],
+    frac: &mut [f64],
+) {
+    let (w, w_shoup, theta) = (c.omega[i] as u64, c.omega_shoup[i] as u64, c.theta[i]);
+    let t = t as u64;
+    for ((&x, s), f) in x.iter().zip(int.iter_mut()).zip(frac.iter_mut()) {
+        let x = x as u64;
+        // Shoup: x·ω - floor(x·ω'/2^32)·t is x·ω mod t, or that plus t.
+        let r = (x * w).wrapping_sub(((x * w_shoup) >> 32) * t);
+        let p = u64_to_f64(x) * theta;
+        let fl = floor_small(p);
+        *s += u64_to_f64(r) + fl;
+        *f += p - fl;
+    }
+}
+
+/// `round(t/Q · x_j) mod t` for `out.len()` coefficients: `residues` holds
+/// one row of `out.len()` residues per prime of the level, limb-major.
+fn round_rows(c: &LevelConsts, t: u32, residues: &[u32], out: &mut [u32]) {
+    let m = out.len();
+    if m == 0 {
+        return;
+    }
+    let limbs = residues.len() / m;
+    debug_assert_eq!(residues.len(), limbs * m);
+    debug_assert_eq!(limbs, c.theta.len());
+    let tf = t as f64;
+    let mut int = [0f64; BLOCK];
+    let mut frac = [0f64; BLOCK];
+    for (b, out) in out.chunks_mut(BLOCK).enumerate() {
+        let (start, len) = (b * BLOCK, out.len());
+        let (int, frac) = (&mut int[..len], &mut frac[..len]);
+        int.fill(0.0);
+        frac.fill(0.0);
+        for (i, row) in residues.chunks_exact(m).enumerate() {
+            accumulate_limb(&row[start..start + len], c, i, t, int, frac);
+        }
+        for ((o, &s), &f) in out.iter_mut().zip(int.iter()).zip(frac.iter()) {
+            let total = s + floor_small(f + 0.5);
+            let r = total - round_small(total * c.t_inv) * tf;
+            *o = f64_to_u32(if r < 0.0 { r + tf } else { r });
+        }
+    }
 }
 
 /// `round(t/Q · x) mod t` for each coefficient of `x`.
 pub(crate) fn round_to_t(params: &Params, x: &RnsPoly<Coeff>) -> Vec<u32> {
-    (0..params.degree())
-        .map(|j| round_coeff_to_t(params, x, j))
-        .collect()
+    let mut out = vec![0; x.degree()];
+    let c = params.level(x.limbs());
+    round_rows(c, params.plaintext_modulus(), x.as_slice(), &mut out);
+    out
 }
 
-/// `round(t/Q · x_j) mod t` for coefficient `j` of `x`.
-#[inline]
-pub(crate) fn round_coeff_to_t(params: &Params, x: &RnsPoly<Coeff>, j: usize) -> u32 {
-    let l = x.limbs();
-    let c = params.level(l);
-    let t = params.plaintext_modulus();
-    // Σ x_i·ω_i < L·2^30·2^30 and the floors < L·2^30: no overflow in u64
-    // for L < 16, so one reduction at the end suffices.
-    let mut int = 0u64;
-    let mut frac = 0f64;
-    for i in 0..l {
-        let xi = x.limb(i)[j] as u64;
-        int += xi * c.omega[i];
-        let p = xi as f64 * c.theta[i];
-        // p >= 0: truncation is the floor (and avoids a libm call).
-        let fl = p as u64;
-        int += fl;
-        frac += p - fl as f64;
+/// `round(t/Q · x_j) mod t` for each `j` in `positions` (each below the
+/// degree): their residues are gathered, then rounded as in [`round_to_t`].
+pub(crate) fn round_coeffs_to_t(
+    params: &Params,
+    x: &RnsPoly<Coeff>,
+    positions: &[usize],
+) -> Vec<u32> {
+    let k = positions.len();
+    let mut rows = vec![0u32; x.limbs() * k];
+    if k > 0 {
+        for (i, row) in rows.chunks_exact_mut(k).enumerate() {
+            let limb = x.limb(i);
+            for (r, &j) in row.iter_mut().zip(positions) {
+                *r = limb[j];
+            }
+        }
     }
-    int += (frac + 0.5) as u64;
-    reduce_u64_any(int, t, c.t_barrett)
+    let mut out = vec![0; k];
+    let c = params.level(x.limbs());
+    round_rows(c, params.plaintext_modulus(), &rows, &mut out);
+    out
 }
 
 /// `log2(Q / (2·t·‖x mod Q‖))`-style invariant noise budget (diagnostic).

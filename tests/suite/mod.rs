@@ -22,6 +22,7 @@ pub mod oracle;
 mod arith;
 mod backends;
 mod bfv;
+mod decrypt_sample;
 mod kat;
 mod matching;
 mod ntt;
