@@ -215,8 +215,10 @@ impl Backend {
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
             #[cfg(target_arch = "x86_64")]
             Kind::Avx2 => unsafe { avx2::lincomb(m, inputs, weights, out) },
-            // NEON and simd128 are baseline features of their builds, so the
-            // portable loops compile to vector code there.
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kind::Simd128 => simd128::lincomb(m, inputs, weights, out),
+            // NEON is a baseline feature of its build, so the portable loops
+            // compile to vector code there.
             _ => scalar::lincomb(m, inputs, weights, out),
         }
     }

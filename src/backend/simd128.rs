@@ -323,3 +323,31 @@ pub(crate) fn mul_acc(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
     }
     scalar::mul_acc(m, &a[body..], &b[body..], &mut acc[body..]);
 }
+
+/// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, bit-identical to
+/// [`scalar::lincomb`] (the same lazy ranges, four coefficients at a time).
+pub(crate) fn lincomb(
+    m: &Modulus,
+    inputs: &[&[u32]],
+    weights: &[crate::arith::ShoupConstant],
+    out: &mut [u32],
+) {
+    let n = out.len();
+    let whole = n / 4 * 4;
+    let q = u32x4_splat(m.value());
+    let two_q = u32x4_splat(2 * m.value());
+    let ws: Vec<(v128, v128)> = weights
+        .iter()
+        .map(|w| (u32x4_splat(w.value), u32x4_splat(w.shoup)))
+        .collect();
+    for b in (0..whole).step_by(4) {
+        let mut acc = u32x4_splat(0);
+        for (input, &(w, w_shoup)) in inputs.iter().zip(&ws) {
+            let x = load(&input[b..b + 4]);
+            acc = csub(i32x4_add(acc, mul_shoup_lazy(x, w, w_shoup, q)), two_q);
+        }
+        store(&mut out[b..b + 4], csub(acc, q));
+    }
+    let tails: Vec<&[u32]> = inputs.iter().map(|x| &x[whole..]).collect();
+    scalar::lincomb(m, &tails, weights, &mut out[whole..]);
+}

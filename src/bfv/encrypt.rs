@@ -171,18 +171,45 @@ impl PublicKey {
     /// Encrypts with the given generator.
     pub fn encrypt_with(&self, pt: &Plaintext, rng: &mut Prng) -> Result<Ciphertext, BfvError> {
         self.params.check(pt.params())?;
-        let (c0, c1) = encrypt_pk(self, rng, pt);
+        let (c0, c1) = encrypt_pk(self, rng, pt, self.params.limbs());
+        Ok(Ciphertext::new(&self.params, vec![c0, c1]))
+    }
+
+    /// Encrypts straight at a lower level: over the first `limbs`
+    /// ciphertext primes only (the public key reduced to them is a public
+    /// key of that smaller modulus). Cheaper than encrypting at the top and
+    /// switching down, for a ciphertext that is only added to one at that
+    /// level.
+    pub fn encrypt_at_with(
+        &self,
+        pt: &Plaintext,
+        limbs: usize,
+        rng: &mut Prng,
+    ) -> Result<Ciphertext, BfvError> {
+        self.params.check(pt.params())?;
+        if limbs == 0 || limbs > self.params.limbs() {
+            return Err(BfvError::LevelMismatch {
+                op: "encrypt_at (the level must be between 1 and the parameter count)",
+                a: limbs,
+                b: self.params.limbs(),
+            });
+        }
+        let (c0, c1) = encrypt_pk(self, rng, pt, limbs);
         Ok(Ciphertext::new(&self.params, vec![c0, c1]))
     }
 }
 
 /// `(p0·u + e1 + Δ·pt, p1·u + e2)` with ternary `u` (the message joins `e1`
 /// before the NTT, as in [`encrypt_sk`]).
-fn encrypt_pk(pk: &PublicKey, rng: &mut Prng, pt: &Plaintext) -> (RnsPoly<Ntt>, RnsPoly<Ntt>) {
+fn encrypt_pk(
+    pk: &PublicKey,
+    rng: &mut Prng,
+    pt: &Plaintext,
+    limbs: usize,
+) -> (RnsPoly<Ntt>, RnsPoly<Ntt>) {
     let params = &pk.params;
-    let plans = params.plans_q();
+    let plans = &params.plans_q()[..limbs];
     let n = params.degree();
-    let limbs = params.limbs();
     let mut small = vec![0i8; n];
     sample::fill_ternary(rng, &mut small);
     let u = RnsPoly::from_small(&small, plans).into_ntt(plans);
