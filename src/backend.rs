@@ -18,6 +18,8 @@ use crate::ntt::NttTables;
 
 pub(crate) mod scalar;
 
+pub(crate) mod chacha;
+
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx2;
 
