@@ -26,4 +26,5 @@ mod decrypt_sample;
 mod kat;
 mod matching;
 mod ntt;
+mod rng;
 mod serialize;
