@@ -56,12 +56,12 @@ fn encrypt_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng, pt: Option<&Plaintex
     if let Some(pt) = pt {
         add_scaled_message(params, pt, &mut e);
     }
+    // c0 = e - a·s, as -((-e) + a·s): no temporary polynomial and no copy
+    // of the secret (its first `limbs` limbs are read in place).
     let mut c0 = e.into_ntt(plans);
-    let mut s = sk.s_q(limbs);
-    let mut as_ = RnsPoly::zero(n, limbs);
-    as_.mul_from(&a, &s, plans);
-    c0.sub_assign(&as_, plans);
-    zeroize::Zeroize::zeroize(&mut s);
+    c0.neg_assign(plans);
+    c0.mul_acc(&a, &sk.s, plans);
+    c0.neg_assign(plans);
     ZeroSk { c0, c1: a, seed }
 }
 
@@ -218,10 +218,7 @@ fn encrypt_pk(
     add_scaled_message(params, pt, &mut e1);
     let mut c0 = e1.into_ntt(plans);
     let mut c1 = error_poly(rng, plans, n).into_ntt(plans);
-    let mut t = RnsPoly::zero(n, limbs);
-    t.mul_from(&pk.p0, &u, plans);
-    c0.add_assign(&t, plans);
-    t.mul_from(&pk.p1, &u, plans);
-    c1.add_assign(&t, plans);
+    c0.mul_acc(&pk.p0, &u, plans);
+    c1.mul_acc(&pk.p1, &u, plans);
     (c0, c1)
 }

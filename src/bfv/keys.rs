@@ -69,13 +69,6 @@ impl SecretKey {
     pub fn params(&self) -> &Params {
         &self.params
     }
-
-    /// s restricted to the first `limbs` primes of Q.
-    pub(crate) fn s_q(&self, limbs: usize) -> RnsPoly<Ntt> {
-        let mut s = self.s.clone();
-        s.truncate_limbs(limbs);
-        s
-    }
 }
 
 /// A public key `(p0, p1) = (-(a·s) + e, a)` over Q, in NTT form.
