@@ -307,7 +307,7 @@ impl Evaluator {
         self.check_multiplicand(b)?;
         let l = self.params.limbs();
         let n = self.params.degree();
-        let mut out = [vec![0u32; l * n], vec![0u32; l * n], vec![0u32; l * n]];
+        let mut out = [0, 1, 2].map(|_| super::poly::pool::zeroed(l * n));
         let [o0, o1, o2] = &mut out;
         self.params.mul_consts().tensor_scaled(
             self.params.plans_q(),

@@ -20,11 +20,94 @@ pub struct Coeff;
 pub struct Ntt;
 
 /// A polynomial in RNS form, in domain `D`.
-#[derive(Clone, PartialEq, Eq)]
+///
+/// Its buffer comes from, and goes back to, a small per-thread pool of freed
+/// polynomial buffers (see [`pool`]), so a loop of homomorphic operations
+/// does not hand memory back to the operating system and fault it in again
+/// on every iteration.
+#[derive(PartialEq, Eq)]
 pub struct RnsPoly<D> {
     data: Vec<u32>,
     n: usize,
     _domain: PhantomData<D>,
+}
+
+impl<D> Clone for RnsPoly<D> {
+    fn clone(&self) -> Self {
+        let mut data = pool::take(self.data.len());
+        data.extend_from_slice(&self.data);
+        Self {
+            data,
+            n: self.n,
+            _domain: PhantomData,
+        }
+    }
+}
+
+impl<D> Drop for RnsPoly<D> {
+    fn drop(&mut self) {
+        pool::give(std::mem::take(&mut self.data));
+    }
+}
+
+/// Buffers of dropped polynomials, kept per thread for the next ones.
+///
+/// Holds at most [`pool::MAX_BUFFERS`] buffers of at most
+/// [`pool::MAX_WORDS`] words. Secret polynomials are zeroized by their owners
+/// before they are dropped, so what is kept here is what the heap would have
+/// kept after a `free` anyway.
+pub(crate) mod pool {
+    use std::cell::RefCell;
+
+    /// Buffers kept per thread.
+    pub(crate) const MAX_BUFFERS: usize = 32;
+    /// Largest buffer kept (4 MiB).
+    pub(crate) const MAX_WORDS: usize = 1 << 20;
+
+    thread_local! {
+        static FREE: RefCell<Vec<Vec<u32>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// An empty vector with room for `len` words.
+    pub(crate) fn take(len: usize) -> Vec<u32> {
+        let reused = FREE
+            .try_with(|f| {
+                let mut f = f.try_borrow_mut().ok()?;
+                let i = f.iter().rposition(|b| b.capacity() >= len)?;
+                Some(f.swap_remove(i))
+            })
+            .ok()
+            .flatten();
+        match reused {
+            Some(mut v) => {
+                v.clear();
+                v
+            }
+            None => Vec::with_capacity(len),
+        }
+    }
+
+    /// `len` zeros.
+    pub(crate) fn zeroed(len: usize) -> Vec<u32> {
+        let mut v = take(len);
+        v.resize(len, 0);
+        v
+    }
+
+    /// Returns a buffer to the pool (or to the allocator when the pool is
+    /// full, the buffer is empty or too large, or the thread is exiting).
+    pub(crate) fn give(v: Vec<u32>) {
+        if v.capacity() == 0 || v.capacity() > MAX_WORDS {
+            return;
+        }
+        let _ = FREE.try_with(|f| {
+            if let Ok(mut f) = f.try_borrow_mut() {
+                if f.len() < MAX_BUFFERS {
+                    f.push(v);
+                }
+            }
+        });
+    }
 }
 
 impl<D> std::fmt::Debug for RnsPoly<D> {
@@ -43,7 +126,7 @@ impl<D> RnsPoly<D> {
     /// The zero polynomial with `limbs` limbs of degree `n`.
     pub fn zero(n: usize, limbs: usize) -> Self {
         Self {
-            data: vec![0; n * limbs],
+            data: pool::zeroed(n * limbs),
             n,
             _domain: PhantomData,
         }
