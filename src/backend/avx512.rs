@@ -312,30 +312,18 @@ unsafe fn transpose(x: [__m512i; W]) -> [__m512i; W] {
     }
 }
 
-/// One forward stage on sixteen registers: register `k` pairs with `k + d`
-/// (for `k` with bit `d` clear) using per-lane twiddle vector `k / 2d` of
-/// `lanes`, which starts at this stage's first vector.
-#[inline(always)]
-unsafe fn fwd_block_stage(x: &mut [__m512i; W], d: usize, lanes: &[Lanes], c: Consts) {
-    for k in (0..W).filter(|k| k & d == 0) {
-        // SAFETY: the caller runs on a CPU with AVX-512F.
-        unsafe {
-            let w = lane_twiddle(lanes, k / (2 * d));
-            (x[k], x[k + d]) = fwd_butterfly(x[k], x[k + d], w, c);
-        }
-    }
-}
-
-/// [`fwd_block_stage`] with the inverse butterfly.
-#[inline(always)]
-unsafe fn inv_block_stage(x: &mut [__m512i; W], d: usize, lanes: &[Lanes], c: Consts) {
-    for k in (0..W).filter(|k| k & d == 0) {
-        // SAFETY: the caller runs on a CPU with AVX-512F.
-        unsafe {
-            let w = lane_twiddle(lanes, k / (2 * d));
-            (x[k], x[k + d]) = inv_butterfly(x[k], x[k + d], w, c);
-        }
-    }
+/// One stage on the sixteen registers of a transposed block: register `k`
+/// pairs with `k + d` for each listed `k` (those with bit `d` clear), using
+/// per-lane twiddle vector `k / 2d` of `lanes`, which starts at this stage's
+/// first vector. Spelled out with constant indices so that the block stays in
+/// registers: with a loop over `k`, the compiler kept it on the stack.
+macro_rules! block_stage {
+    ($butterfly:ident, $x:ident, $d:literal, $lanes:expr, $c:expr, [$($k:literal),*]) => {
+        $(
+            let w = lane_twiddle($lanes, $k / (2 * $d));
+            ($x[$k], $x[$k + $d]) = $butterfly($x[$k], $x[$k + $d], w, $c);
+        )*
+    };
 }
 
 /// Per-lane twiddle `j` of a stage's slice of a lane table.
@@ -455,10 +443,38 @@ unsafe fn fwd_lanes(t: &NttTables, v: &mut [[u32; W]], c: Consts) {
         // SAFETY (whole block): the caller runs on a CPU with AVX-512F.
         unsafe {
             let mut x = transpose(load_block(block));
-            fwd_block_stage(&mut x, 8, &lanes[0..], c);
-            fwd_block_stage(&mut x, 4, &lanes[2..], c);
-            fwd_block_stage(&mut x, 2, &lanes[2 * 3..], c);
-            fwd_block_stage(&mut x, 1, &lanes[2 * 7..], c);
+            block_stage!(
+                fwd_butterfly,
+                x,
+                8,
+                &lanes[0..],
+                c,
+                [0, 1, 2, 3, 4, 5, 6, 7]
+            );
+            block_stage!(
+                fwd_butterfly,
+                x,
+                4,
+                &lanes[2..],
+                c,
+                [0, 1, 2, 3, 8, 9, 10, 11]
+            );
+            block_stage!(
+                fwd_butterfly,
+                x,
+                2,
+                &lanes[2 * 3..],
+                c,
+                [0, 1, 4, 5, 8, 9, 12, 13]
+            );
+            block_stage!(
+                fwd_butterfly,
+                x,
+                1,
+                &lanes[2 * 7..],
+                c,
+                [0, 2, 4, 6, 8, 10, 12, 14]
+            );
             for y in x.iter_mut() {
                 *y = csub(csub(*y, c.two_q), c.q);
             }
@@ -479,10 +495,38 @@ unsafe fn inv_lanes(t: &NttTables, v: &mut [[u32; W]], c: Consts) {
         // SAFETY (whole block): the caller runs on a CPU with AVX-512F.
         unsafe {
             let mut x = transpose(load_block(block));
-            inv_block_stage(&mut x, 1, &lanes[0..], c);
-            inv_block_stage(&mut x, 2, &lanes[2 * 8..], c);
-            inv_block_stage(&mut x, 4, &lanes[2 * 12..], c);
-            inv_block_stage(&mut x, 8, &lanes[2 * 14..], c);
+            block_stage!(
+                inv_butterfly,
+                x,
+                1,
+                &lanes[0..],
+                c,
+                [0, 2, 4, 6, 8, 10, 12, 14]
+            );
+            block_stage!(
+                inv_butterfly,
+                x,
+                2,
+                &lanes[2 * 8..],
+                c,
+                [0, 1, 4, 5, 8, 9, 12, 13]
+            );
+            block_stage!(
+                inv_butterfly,
+                x,
+                4,
+                &lanes[2 * 12..],
+                c,
+                [0, 1, 2, 3, 8, 9, 10, 11]
+            );
+            block_stage!(
+                inv_butterfly,
+                x,
+                8,
+                &lanes[2 * 14..],
+                c,
+                [0, 1, 2, 3, 4, 5, 6, 7]
+            );
             store_block(block, transpose(x));
         }
     }
