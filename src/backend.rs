@@ -5,6 +5,7 @@
 //! |-----------|-----------------------------------------|-------------------|
 //! | `scalar`  | every target                            | fallback, oracle  |
 //! | `avx2`    | x86_64                                  | run time, cached  |
+//! | `avx512`  | x86_64 (AVX-512F)                       | run time, cached  |
 //! | `neon`    | aarch64 with the `neon` feature         | compile time      |
 //! | `simd128` | wasm32 with `target-feature=+simd128`   | compile time      |
 //!
@@ -23,6 +24,9 @@ pub(crate) mod chacha;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod avx2;
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx512;
+
 #[cfg(all(target_arch = "aarch64", feature = "neon"))]
 pub(crate) mod neon;
 
@@ -34,6 +38,8 @@ enum Kind {
     Scalar,
     #[cfg(target_arch = "x86_64")]
     Avx2,
+    #[cfg(target_arch = "x86_64")]
+    Avx512,
     #[cfg(all(target_arch = "aarch64", feature = "neon"))]
     Neon,
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -57,14 +63,23 @@ fn avx2_detected() -> bool {
     *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
 }
 
+/// AVX-512F, the only AVX-512 subset the `avx512` kernels use (the check
+/// includes the OS saving the 512-bit register state).
+#[cfg(target_arch = "x86_64")]
+fn avx512_detected() -> bool {
+    use std::sync::OnceLock;
+    static AVX512: OnceLock<bool> = OnceLock::new();
+    *AVX512.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
+}
+
 impl Backend {
     /// The portable backend, compiled on every target.
     pub const fn scalar() -> Self {
         Backend(Kind::Scalar)
     }
 
-    /// The fastest backend this CPU supports. On x86_64 the AVX2 check runs
-    /// once and is cached.
+    /// The fastest backend this CPU supports. On x86_64 the AVX-512 and AVX2
+    /// checks run once and are cached; AVX-512 is preferred.
     pub fn detect() -> Self {
         cfg_if::cfg_if! {
             if #[cfg(all(target_arch = "aarch64", feature = "neon"))] {
@@ -72,18 +87,29 @@ impl Backend {
             } else if #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))] {
                 Backend(Kind::Simd128)
             } else if #[cfg(target_arch = "x86_64")] {
-                if avx2_detected() { Backend(Kind::Avx2) } else { Backend(Kind::Scalar) }
+                if avx512_detected() {
+                    Backend(Kind::Avx512)
+                } else if avx2_detected() {
+                    Backend(Kind::Avx2)
+                } else {
+                    Backend(Kind::Scalar)
+                }
             } else {
                 Backend(Kind::Scalar)
             }
         }
     }
 
-    /// Every backend that can run here, scalar first.
+    /// Every backend that can run here, scalar first and [`Backend::detect`]'s
+    /// choice last (on x86_64 with AVX-512: scalar, avx2, avx512).
     pub fn available() -> Vec<Self> {
         let mut v = vec![Self::scalar()];
+        #[cfg(target_arch = "x86_64")]
+        if avx2_detected() {
+            v.push(Backend(Kind::Avx2));
+        }
         let best = Self::detect();
-        if best != Self::scalar() {
+        if !v.contains(&best) {
             v.push(best);
         }
         v
@@ -96,6 +122,8 @@ impl Backend {
             "scalar",
             #[cfg(target_arch = "x86_64")]
             "avx2",
+            #[cfg(target_arch = "x86_64")]
+            "avx512",
             #[cfg(all(target_arch = "aarch64", feature = "neon"))]
             "neon",
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -103,12 +131,14 @@ impl Backend {
         ]
     }
 
-    /// A short lowercase name: `scalar`, `avx2`, `neon` or `simd128`.
+    /// A short lowercase name: `scalar`, `avx2`, `avx512`, `neon` or `simd128`.
     pub fn name(&self) -> &'static str {
         match self.0 {
             Kind::Scalar => "scalar",
             #[cfg(target_arch = "x86_64")]
             Kind::Avx2 => "avx2",
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => "avx512",
             #[cfg(all(target_arch = "aarch64", feature = "neon"))]
             Kind::Neon => "neon",
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -123,6 +153,9 @@ impl Backend {
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
             #[cfg(target_arch = "x86_64")]
             Kind::Avx2 => unsafe { avx2::forward(t, a) },
+            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => unsafe { avx512::forward(t, a) },
             // SAFETY: NEON is part of the aarch64 baseline.
             #[cfg(all(target_arch = "aarch64", feature = "neon"))]
             Kind::Neon => unsafe { neon::forward(t, a) },
@@ -139,6 +172,9 @@ impl Backend {
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
             #[cfg(target_arch = "x86_64")]
             Kind::Avx2 => unsafe { avx2::inverse(t, a) },
+            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => unsafe { avx512::inverse(t, a) },
             // SAFETY: NEON is part of the aarch64 baseline.
             #[cfg(all(target_arch = "aarch64", feature = "neon"))]
             Kind::Neon => unsafe { neon::inverse(t, a) },
@@ -161,6 +197,9 @@ impl Backend {
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
             #[cfg(target_arch = "x86_64")]
             Kind::Avx2 => unsafe { avx2::mul(m, a, b, out) },
+            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => unsafe { avx512::mul(m, a, b, out) },
             // SAFETY: NEON is part of the aarch64 baseline.
             #[cfg(all(target_arch = "aarch64", feature = "neon"))]
             Kind::Neon => unsafe { neon::mul(m, a, b, out) },
@@ -183,6 +222,9 @@ impl Backend {
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
             #[cfg(target_arch = "x86_64")]
             Kind::Avx2 => unsafe { avx2::mul_acc(m, a, b, acc) },
+            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => unsafe { avx512::mul_acc(m, a, b, acc) },
             // SAFETY: NEON is part of the aarch64 baseline.
             #[cfg(all(target_arch = "aarch64", feature = "neon"))]
             Kind::Neon => unsafe { neon::mul_acc(m, a, b, acc) },
@@ -305,6 +347,8 @@ where
 pub(crate) struct BackendTables {
     #[cfg(target_arch = "x86_64")]
     pub avx2: avx2::Tables,
+    #[cfg(target_arch = "x86_64")]
+    pub avx512: avx512::Tables,
     #[cfg(all(target_arch = "aarch64", feature = "neon"))]
     pub neon: neon::Tables,
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -317,6 +361,8 @@ impl BackendTables {
         Self {
             #[cfg(target_arch = "x86_64")]
             avx2: avx2::Tables::new(t),
+            #[cfg(target_arch = "x86_64")]
+            avx512: avx512::Tables::new(t),
             #[cfg(all(target_arch = "aarch64", feature = "neon"))]
             neon: neon::Tables::new(t),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]

@@ -6,8 +6,8 @@
 //! plaintext.
 //!
 //! This crate is built three ways from the same source: an npm package
-//! (wasm32 with simd128), a native server matcher (x86_64 with AVX2 detected at
-//! run time, aarch64 with NEON), and a Rust library.
+//! (wasm32 with simd128), a native server matcher (x86_64 with AVX-512 or AVX2
+//! detected at run time, aarch64 with NEON), and a Rust library.
 //!
 //! ## Layers
 //!

@@ -1328,7 +1328,7 @@ fn corrupted_bodies_are_refused_and_change_nothing() {
             ),
             _ => {
                 let mut m = frame_keys(&pk, Some(&mutate(&rk, &others[..1], &mut rng)));
-                if rng.next_u32() % 4 == 0 {
+                if rng.next_u32().is_multiple_of(4) {
                     // Or a broken frame around valid keys.
                     m = frame_keys(&pk, Some(&rk));
                     let at = rng.next_u32() as usize % 4;

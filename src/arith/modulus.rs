@@ -42,7 +42,7 @@ impl Modulus {
     /// Creates a modulus. `q` must be odd and in `3..2^30` (primality is checked by
     /// the NTT plan, which is where it matters).
     pub fn new(q: u64) -> Result<Self, ArithError> {
-        if !(3..MODULUS_LIMIT).contains(&q) || q % 2 == 0 {
+        if !(3..MODULUS_LIMIT).contains(&q) || q.is_multiple_of(2) {
             return Err(ArithError::ModulusOutOfRange { modulus: q });
         }
         let q = q as u32;

@@ -28,14 +28,14 @@ pub fn is_prime(n: u64) -> bool {
         return false;
     }
     for p in [2u64, 3, 5, 7, 11, 13, 61] {
-        if n % p == 0 {
+        if n.is_multiple_of(p) {
             return n == p;
         }
     }
     assert!(n < 1 << 32, "is_prime is specified for n < 2^32");
     let mut d = n - 1;
     let mut s = 0;
-    while d % 2 == 0 {
+    while d.is_multiple_of(2) {
         d /= 2;
         s += 1;
     }
@@ -106,7 +106,7 @@ pub fn ntt_primes(bits: u32, n: usize, count: usize) -> Result<Vec<u32>, ArithEr
 /// Checks that `q` is a prime usable for a negacyclic NTT of degree `n`.
 pub fn check_ntt_prime(n: usize, q: u64) -> Result<(), ArithError> {
     check_degree(n)?;
-    if !(3..1 << 30).contains(&q) || q % 2 == 0 {
+    if !(3..1 << 30).contains(&q) || q.is_multiple_of(2) {
         return Err(ArithError::ModulusOutOfRange { modulus: q });
     }
     if !is_prime(q) {
@@ -156,7 +156,12 @@ mod tests {
 
     #[test]
     fn miller_rabin_matches_trial_division() {
-        let naive = |n: u64| n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| n % d != 0);
+        let naive = |n: u64| {
+            n >= 2
+                && (2..)
+                    .take_while(|d| d * d <= n)
+                    .all(|d| !n.is_multiple_of(d))
+        };
         for n in 0..20_000u64 {
             assert_eq!(is_prime(n), naive(n), "{n}");
         }

@@ -563,7 +563,7 @@ pub(crate) unsafe fn forward(t: &NttTables, a: &mut [u32]) {
         // Stages with gap >= 8 go over memory, in pairs; an odd one out goes
         // first, where its long runs of one twiddle make it cheapest.
         let mut groups = 1;
-        if t.n.trailing_zeros() % 2 == 0 {
+        if t.n.trailing_zeros().is_multiple_of(2) {
             fwd_radix2(t, v, groups, c);
             groups *= 2;
         }
@@ -593,7 +593,7 @@ pub(crate) unsafe fn inverse(t: &NttTables, a: &mut [u32]) {
         // Groups of the next stage (gap 8); the stages from there go over
         // memory in pairs, and the last pass applies n^-1.
         let mut groups = t.n / 16;
-        if t.n.trailing_zeros() % 2 == 0 {
+        if t.n.trailing_zeros().is_multiple_of(2) {
             inv_radix2(t, v, groups, c);
             groups /= 2;
         }

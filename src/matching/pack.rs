@@ -61,7 +61,7 @@ pub fn pack_templates(
 /// A quantized probe written reversed into the first block.
 pub fn pack_probe(params: &Params, probe: &[i32]) -> Result<Plaintext, MatchError> {
     let dim = probe.len();
-    if dim == 0 || params.degree() % dim != 0 {
+    if dim == 0 || !params.degree().is_multiple_of(dim) {
         return Err(MatchError::UnsupportedDimension { dim });
     }
     let mut coeffs = vec![0i64; dim];

@@ -40,7 +40,7 @@ pub fn max_scale(dim: usize, t: u32) -> u32 {
 impl Quantizer {
     /// A quantizer for `dim`-dimensional embeddings under `params`.
     pub fn new(params: &Params, dim: usize) -> Result<Self, MatchError> {
-        if !DIMENSIONS.contains(&dim) || params.degree() % dim != 0 {
+        if !DIMENSIONS.contains(&dim) || !params.degree().is_multiple_of(dim) {
             return Err(MatchError::UnsupportedDimension { dim });
         }
         let t = params.plaintext_modulus();

@@ -107,17 +107,28 @@ pub fn primes_for(n: usize) -> Vec<u32> {
     v
 }
 
-/// Backends to compare with scalar. Says loudly on stderr when a backend
-/// compiled into this build cannot run on this CPU, and fails if the build
-/// was told (at compile time, `BLINDMATCH_REQUIRE_BACKEND=name`) that a
-/// backend must be exercised.
+/// Backends to compare with scalar. Says loudly on stderr, once per test
+/// binary, which backends it compares and which ones are compiled into this
+/// build but cannot run on this CPU (e.g. avx512 on an AVX2-only machine),
+/// and fails if the build was told (at compile time,
+/// `BLINDMATCH_REQUIRE_BACKEND=name`) that a backend must be exercised.
 pub fn backends() -> Vec<Backend> {
     let avail = Backend::available();
-    for name in Backend::compiled_names() {
-        if !avail.iter().any(|b| b.name() == *name) {
-            eprintln!("WARNING: backend {name} is compiled in but this CPU cannot run it; not tested here");
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let mut msg = format!("backends compared with scalar in this run: {avail:?}\n");
+        for name in Backend::compiled_names() {
+            if !avail.iter().any(|b| b.name() == *name) {
+                msg += &format!(
+                    "WARNING: backend {name} is compiled in but this CPU cannot run it; not tested here\n"
+                );
+            }
         }
-    }
+        // Straight to the stream: libtest captures eprintln! of passing
+        // tests, and this must show in every run.
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(msg.as_bytes());
+    });
     if let Some(req) = option_env!("BLINDMATCH_REQUIRE_BACKEND") {
         assert!(
             avail.iter().any(|b| b.name() == req),
