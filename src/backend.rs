@@ -87,7 +87,9 @@ impl Backend {
             } else if #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))] {
                 Backend(Kind::Simd128)
             } else if #[cfg(target_arch = "x86_64")] {
-                if avx512_detected() {
+                // The avx512 kind also runs the AVX2 kernels of operations
+                // that have no 512-bit version, so it needs both.
+                if avx512_detected() && avx2_detected() {
                     Backend(Kind::Avx512)
                 } else if avx2_detected() {
                     Backend(Kind::Avx2)
@@ -254,9 +256,10 @@ impl Backend {
             "Backend::lincomb: length mismatch"
         );
         match self.0 {
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
+            // SAFETY: Kind::Avx2 and Kind::Avx512 are only constructed after
+            // avx2_detected().
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::lincomb(m, inputs, weights, out) },
+            Kind::Avx2 | Kind::Avx512 => unsafe { avx2::lincomb(m, inputs, weights, out) },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             Kind::Simd128 => simd128::lincomb(m, inputs, weights, out),
             // NEON is a baseline feature of its build, so the portable loops
@@ -276,9 +279,10 @@ impl Backend {
             "Backend::round_weighted_sum: length mismatch"
         );
         match self.0 {
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
+            // SAFETY: Kind::Avx2 and Kind::Avx512 are only constructed after
+            // avx2_detected().
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::round_weighted_sum(inputs, coeffs, out) },
+            Kind::Avx2 | Kind::Avx512 => unsafe { avx2::round_weighted_sum(inputs, coeffs, out) },
             _ => scalar::round_weighted_sum(inputs, coeffs, out),
         }
     }
@@ -295,9 +299,10 @@ impl Backend {
             "Backend::floor_frac_sum: length mismatch"
         );
         match self.0 {
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
+            // SAFETY: Kind::Avx2 and Kind::Avx512 are only constructed after
+            // avx2_detected().
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::floor_frac_sum(inputs, thetas, out) },
+            Kind::Avx2 | Kind::Avx512 => unsafe { avx2::floor_frac_sum(inputs, thetas, out) },
             _ => scalar::floor_frac_sum(inputs, thetas, out),
         }
     }

@@ -70,10 +70,11 @@ pub(crate) fn block_counters<const L: usize>(counter: u64) -> ([u32; L], [u32; L
 /// keyed by `key`, with `backend`'s kernel. Every kernel gives the same words.
 pub(crate) fn blocks(backend: Backend, key: &[u32; 8], counter: u64, out: &mut [u32; BUF_WORDS]) {
     match backend.name() {
-        // SAFETY: a `Backend` named "avx2" is only constructed after the
-        // run-time AVX2 check (`Backend::detect` / `Backend::available`).
+        // SAFETY: a `Backend` named "avx2" or "avx512" is only constructed
+        // after the run-time AVX2 check (`Backend::detect` /
+        // `Backend::available`).
         #[cfg(target_arch = "x86_64")]
-        "avx2" => unsafe { avx2::blocks(key, counter, out) },
+        "avx2" | "avx512" => unsafe { avx2::blocks(key, counter, out) },
         // SAFETY: NEON is part of the aarch64 baseline.
         #[cfg(all(target_arch = "aarch64", feature = "neon"))]
         "neon" => unsafe { neon::blocks(key, counter, out) },
