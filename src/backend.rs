@@ -256,10 +256,12 @@ impl Backend {
             "Backend::lincomb: length mismatch"
         );
         match self.0 {
-            // SAFETY: Kind::Avx2 and Kind::Avx512 are only constructed after
-            // avx2_detected().
+            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 | Kind::Avx512 => unsafe { avx2::lincomb(m, inputs, weights, out) },
+            Kind::Avx2 => unsafe { avx2::lincomb(m, inputs, weights, out) },
+            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => unsafe { avx512::lincomb(m, inputs, weights, out) },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             Kind::Simd128 => simd128::lincomb(m, inputs, weights, out),
             // NEON is a baseline feature of its build, so the portable loops
@@ -279,10 +281,12 @@ impl Backend {
             "Backend::round_weighted_sum: length mismatch"
         );
         match self.0 {
-            // SAFETY: Kind::Avx2 and Kind::Avx512 are only constructed after
-            // avx2_detected().
+            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 | Kind::Avx512 => unsafe { avx2::round_weighted_sum(inputs, coeffs, out) },
+            Kind::Avx2 => unsafe { avx2::round_weighted_sum(inputs, coeffs, out) },
+            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => unsafe { avx512::round_weighted_sum(inputs, coeffs, out) },
             _ => scalar::round_weighted_sum(inputs, coeffs, out),
         }
     }
@@ -299,10 +303,12 @@ impl Backend {
             "Backend::floor_frac_sum: length mismatch"
         );
         match self.0 {
-            // SAFETY: Kind::Avx2 and Kind::Avx512 are only constructed after
-            // avx2_detected().
+            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 | Kind::Avx512 => unsafe { avx2::floor_frac_sum(inputs, thetas, out) },
+            Kind::Avx2 => unsafe { avx2::floor_frac_sum(inputs, thetas, out) },
+            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 => unsafe { avx512::floor_frac_sum(inputs, thetas, out) },
             _ => scalar::floor_frac_sum(inputs, thetas, out),
         }
     }

@@ -35,7 +35,7 @@
 
 use core::arch::x86_64::*;
 
-use crate::arith::Modulus;
+use crate::arith::{Modulus, ShoupConstant};
 use crate::backend::scalar;
 use crate::ntt::NttTables;
 
@@ -743,4 +743,111 @@ pub(crate) unsafe fn mul_acc(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32])
         }
     }
     scalar::mul_acc(m, at, bt, ct);
+}
+
+/// The inputs' tails past the last whole register, for the scalar kernels.
+fn tails<'a>(inputs: &[&'a [u32]], from: usize) -> Vec<&'a [u32]> {
+    inputs.iter().map(|x| &x[from..]).collect()
+}
+
+/// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, bit-identical to
+/// [`scalar::lincomb`] (the same lazy ranges, sixteen coefficients at a
+/// time).
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn lincomb(
+    m: &Modulus,
+    inputs: &[&[u32]],
+    weights: &[ShoupConstant],
+    out: &mut [u32],
+) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == weights.len());
+    let whole = n / W * W;
+    // SAFETY (whole block): AVX-512F is enabled here. Every input holds at
+    // least `n` values (asserted above) and `b + W <= whole <= n`, so each
+    // unaligned load and store stays inside its slice.
+    unsafe {
+        let q = _mm512_set1_epi32(m.value() as i32);
+        let two_q = _mm512_set1_epi32((2 * m.value()) as i32);
+        let tw: Vec<Twiddle> = weights
+            .iter()
+            .map(|w| Twiddle::splat(w.value, w.shoup))
+            .collect();
+        let mut b = 0;
+        while b < whole {
+            let mut acc = _mm512_setzero_si512();
+            for (input, &w) in inputs.iter().zip(&tw) {
+                let x = _mm512_loadu_si512(input.as_ptr().add(b).cast());
+                acc = csub(_mm512_add_epi32(acc, mul_shoup_lazy(x, w, q)), two_q);
+            }
+            _mm512_storeu_si512(out.as_mut_ptr().add(b).cast(), csub(acc, q));
+            b += W;
+        }
+    }
+    scalar::lincomb(m, &tails(inputs, whole), weights, &mut out[whole..]);
+}
+
+/// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, bit-identical to
+/// [`scalar::round_weighted_sum`] (same `f64` operations in the same order,
+/// eight lanes at a time, no fused multiply-add).
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn round_weighted_sum(inputs: &[&[u32]], coeffs: &[f64], out: &mut [u32]) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == coeffs.len());
+    let whole = n / 8 * 8;
+    // SAFETY (whole block): AVX-512F is enabled here; loads and stores of
+    // eight `u32` at `b + 8 <= whole <= n` stay inside slices of at least `n`.
+    unsafe {
+        let half = _mm512_set1_pd(0.5);
+        let mut b = 0;
+        while b < whole {
+            let mut v = _mm512_setzero_pd();
+            for (input, &c) in inputs.iter().zip(coeffs) {
+                let x = _mm256_loadu_si256(input.as_ptr().add(b).cast());
+                v = _mm512_add_pd(v, _mm512_mul_pd(_mm512_cvtepi32_pd(x), _mm512_set1_pd(c)));
+            }
+            let r = _mm512_cvttpd_epi32(_mm512_add_pd(v, half));
+            _mm256_storeu_si256(out.as_mut_ptr().add(b).cast(), r);
+            b += 8;
+        }
+    }
+    scalar::round_weighted_sum(&tails(inputs, whole), coeffs, &mut out[whole..]);
+}
+
+/// `Σ_k floor(p_k) + round(Σ_k frac(p_k))`, bit-identical to
+/// [`scalar::floor_frac_sum`], eight lanes at a time.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut [u32]) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == thetas.len());
+    let whole = n / 8 * 8;
+    // SAFETY (whole block): as in `round_weighted_sum`.
+    unsafe {
+        let half = _mm512_set1_pd(0.5);
+        let mut b = 0;
+        while b < whole {
+            let mut int = _mm256_setzero_si256();
+            let mut frac = _mm512_setzero_pd();
+            for (input, &theta) in inputs.iter().zip(thetas) {
+                let x = _mm256_loadu_si256(input.as_ptr().add(b).cast());
+                let p = _mm512_mul_pd(_mm512_cvtepi32_pd(x), _mm512_set1_pd(theta));
+                let fl = _mm512_cvttpd_epi32(p);
+                int = _mm256_add_epi32(int, fl);
+                frac = _mm512_add_pd(frac, _mm512_sub_pd(p, _mm512_cvtepi32_pd(fl)));
+            }
+            int = _mm256_add_epi32(int, _mm512_cvttpd_epi32(_mm512_add_pd(frac, half)));
+            _mm256_storeu_si256(out.as_mut_ptr().add(b).cast(), int);
+            b += 8;
+        }
+    }
+    scalar::floor_frac_sum(&tails(inputs, whole), thetas, &mut out[whole..]);
 }
