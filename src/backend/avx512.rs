@@ -772,14 +772,11 @@ pub(crate) unsafe fn lincomb(
     unsafe {
         let q = _mm512_set1_epi32(m.value() as i32);
         let two_q = _mm512_set1_epi32((2 * m.value()) as i32);
-        let tw: Vec<Twiddle> = weights
-            .iter()
-            .map(|w| Twiddle::splat(w.value, w.shoup))
-            .collect();
         let mut b = 0;
         while b < whole {
             let mut acc = _mm512_setzero_si512();
-            for (input, &w) in inputs.iter().zip(&tw) {
+            for (input, w) in inputs.iter().zip(weights) {
+                let w = Twiddle::splat(w.value, w.shoup);
                 let x = _mm512_loadu_si512(input.as_ptr().add(b).cast());
                 acc = csub(_mm512_add_epi32(acc, mul_shoup_lazy(x, w, q)), two_q);
             }
@@ -787,7 +784,9 @@ pub(crate) unsafe fn lincomb(
             b += W;
         }
     }
-    scalar::lincomb(m, &tails(inputs, whole), weights, &mut out[whole..]);
+    if whole < n {
+        scalar::lincomb(m, &tails(inputs, whole), weights, &mut out[whole..]);
+    }
 }
 
 /// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, bit-identical to
@@ -817,7 +816,9 @@ pub(crate) unsafe fn round_weighted_sum(inputs: &[&[u32]], coeffs: &[f64], out: 
             b += 8;
         }
     }
-    scalar::round_weighted_sum(&tails(inputs, whole), coeffs, &mut out[whole..]);
+    if whole < n {
+        scalar::round_weighted_sum(&tails(inputs, whole), coeffs, &mut out[whole..]);
+    }
 }
 
 /// `Σ_k floor(p_k) + round(Σ_k frac(p_k))`, bit-identical to
@@ -849,5 +850,7 @@ pub(crate) unsafe fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut
             b += 8;
         }
     }
-    scalar::floor_frac_sum(&tails(inputs, whole), thetas, &mut out[whole..]);
+    if whole < n {
+        scalar::floor_frac_sum(&tails(inputs, whole), thetas, &mut out[whole..]);
+    }
 }
