@@ -126,9 +126,19 @@ impl Verifier {
     /// Uniform values mod t on every coefficient except the score positions.
     fn mask(&self, rng: &mut Prng) -> Result<crate::bfv::Plaintext, MatchError> {
         let t = self.params.plaintext_modulus();
+        // Whole 32-bit draws below the largest multiple of t are uniform mod
+        // t, and almost every draw is one (for t = 65537, all but 1 in 65537):
+        // one draw per coefficient, where bit-length draws below t would
+        // reject about half. Rejection depends only on discarded draws.
+        let bound = u32::MAX / t * t;
         let coeffs: Vec<u32> = (0..self.params.degree())
             .map(|i| {
-                let r = crate::bfv::sample::uniform(rng, t);
+                let r = loop {
+                    let x = rng.next_u32();
+                    if x < bound {
+                        break x % t;
+                    }
+                };
                 if is_score_position(self.dim, i) {
                     0
                 } else {
