@@ -255,6 +255,53 @@ impl Evaluator {
         Ok(Ciphertext::new(&self.params, out))
     }
 
+    /// `a · b`, relinearized and switched down to `limbs` primes: the same
+    /// message as [`Self::multiply_relin_prepared`] followed by
+    /// [`Self::mod_switch_to`], for less work. The switch happens on the
+    /// scaled tensor's coefficients, before any transform, and the
+    /// relinearization then runs at the lower level (the key restricted to
+    /// those primes and P). Without a key the result is of size 3.
+    pub fn multiply_prepared_to(
+        &self,
+        a: &PreparedCiphertext,
+        b: &Ciphertext,
+        rk: Option<&RelinKey>,
+        limbs: usize,
+    ) -> Result<Ciphertext, BfvError> {
+        if let Some(rk) = rk {
+            self.params.check(rk.params())?;
+        }
+        if limbs == 0 || limbs > self.params.limbs() {
+            return Err(BfvError::LevelMismatch {
+                op: "multiply_prepared_to (target must be between 1 and the current count)",
+                a: self.params.limbs(),
+                b: limbs,
+            });
+        }
+        let mut d = self.tensor_to_coeff(&a.ct, Some(&a.ext), b)?;
+        let plans = self.params.plans_q();
+        let n = self.params.degree();
+        let mut scratch = super::poly::pool::zeroed(2 * n);
+        for p in d.iter_mut() {
+            for top in (limbs..p.limbs()).rev() {
+                super::keyswitch::drop_last_prime_coeff(
+                    &plans[..=top],
+                    &mut p.as_mut_slice()[..(top + 1) * n],
+                    &mut scratch,
+                );
+                p.truncate_limbs(top);
+            }
+        }
+        let plans = &plans[..limbs];
+        Ok(match rk {
+            Some(rk) => self.relin_from_coeff_in(d, rk, plans),
+            None => Ciphertext::new(
+                &self.params,
+                d.into_iter().map(|p| p.into_ntt(plans)).collect(),
+            ),
+        })
+    }
+
     /// [`Self::multiply_relin`] with a prepared first factor.
     pub fn multiply_relin_prepared(
         &self,
@@ -364,12 +411,17 @@ impl Evaluator {
     /// Relinearizes the scaled tensor `(d0, d1, d2)` (coefficients over Q)
     /// straight from coefficient form, saving `d2`'s transforms there and
     /// back.
-    fn relin_from_coeff(
+    fn relin_from_coeff(&self, d: Vec<RnsPoly<super::poly::Coeff>>, rk: &RelinKey) -> Ciphertext {
+        self.relin_from_coeff_in(d, rk, self.params.plans_q())
+    }
+
+    /// [`Self::relin_from_coeff`] at the level of `d` (`plans` its primes).
+    fn relin_from_coeff_in(
         &self,
         mut d: Vec<RnsPoly<super::poly::Coeff>>,
         rk: &RelinKey,
+        plans: &[crate::ntt::NttPlan],
     ) -> Ciphertext {
-        let plans = self.params.plans_q();
         let d2 = d.pop().expect("three parts");
         let d1 = d.pop().expect("three parts");
         let d0 = d.pop().expect("three parts");

@@ -9,6 +9,8 @@
 //!
 //! Everything is kept in the NTT domain; `k1` parts are expanded from seeds.
 
+use std::borrow::Borrow;
+
 use zeroize::Zeroize;
 
 use super::encrypt::{error_poly, expand_uniform};
@@ -76,7 +78,11 @@ impl KswKey {
     }
 
     /// As [`Self::apply`], adding `u0` to `out0` and `u1` to `out1` (NTT
-    /// form over Q) instead of returning them.
+    /// form) instead of returning them. `c` may be below the top level: over
+    /// the first `l` primes of Q, the key restricted to those primes and P
+    /// is a key switching key for that smaller modulus (its gadget is `P·w`
+    /// on limb `i` and 0 on the others, whatever the level), so the digits
+    /// and the outputs are over those `l` primes.
     pub(crate) fn apply_add(
         &self,
         params: &Params,
@@ -84,9 +90,16 @@ impl KswKey {
         out0: &mut RnsPoly<Ntt>,
         out1: &mut RnsPoly<Ntt>,
     ) {
-        let plans = &params.plans_qp()[..=params.limbs()];
+        let top = params.limbs();
+        let l = c.limbs();
+        debug_assert!(l <= top && out0.limbs() == l && out1.limbs() == l);
+        // The basis of this level and P; `key_limb` maps it to the key's.
+        let plans: Vec<&NttPlan> = params.plans_q()[..l]
+            .iter()
+            .chain(std::iter::once(&params.plans_qp()[top]))
+            .collect();
+        let key_limb = |j: usize| if j == l { top } else { j };
         let n = params.degree();
-        let l = params.limbs();
         let len = (l + 1) * n;
         with_arena(2 * len + 3 * n, |arena| {
             let (acc0, rest) = arena.split_at_mut(len);
@@ -106,12 +119,13 @@ impl KswKey {
                     }
                     plan.forward(digit);
                     let r = j * n..(j + 1) * n;
-                    plan.multiply_accumulate(digit, self.k0[i].limb(j), &mut acc0[r.clone()]);
-                    plan.multiply_accumulate(digit, self.k1[i].limb(j), &mut acc1[r]);
+                    let kj = key_limb(j);
+                    plan.multiply_accumulate(digit, self.k0[i].limb(kj), &mut acc0[r.clone()]);
+                    plan.multiply_accumulate(digit, self.k1[i].limb(kj), &mut acc1[r]);
                 }
             }
             for (acc, out) in [(acc0, out0), (acc1, out1)] {
-                drop_last_prime_in(plans, acc, scratch);
+                drop_last_prime_in(&plans, acc, scratch);
                 for (j, plan) in plans.iter().enumerate().take(l) {
                     let m = plan.modulus();
                     for (o, &u) in out.limb_mut(j).iter_mut().zip(&acc[j * n..(j + 1) * n]) {
@@ -139,14 +153,39 @@ pub(crate) fn drop_last_prime(plans: &[NttPlan], mut x: RnsPoly<Ntt>) -> RnsPoly
 /// [`drop_last_prime`] on limb-major residues (`plans.len()` limbs): the
 /// result is left in the first `plans.len() - 1` limbs. `scratch` holds at
 /// least `2·n` words.
-pub(crate) fn drop_last_prime_in(plans: &[NttPlan], x: &mut [u32], scratch: &mut [u32]) {
+pub(crate) fn drop_last_prime_in<P: Borrow<NttPlan>>(
+    plans: &[P],
+    x: &mut [u32],
+    scratch: &mut [u32],
+) {
+    drop_last_prime_with(plans, x, scratch, true);
+}
+
+/// [`drop_last_prime_in`] for coefficient-form residues: the same rounding,
+/// without the transforms.
+pub(crate) fn drop_last_prime_coeff<P: Borrow<NttPlan>>(
+    plans: &[P],
+    x: &mut [u32],
+    scratch: &mut [u32],
+) {
+    drop_last_prime_with(plans, x, scratch, false);
+}
+
+fn drop_last_prime_with<P: Borrow<NttPlan>>(
+    plans: &[P],
+    x: &mut [u32],
+    scratch: &mut [u32],
+    ntt: bool,
+) {
     let l = plans.len() - 1;
     let n = x.len() / plans.len();
-    let p_plan = &plans[l];
+    let p_plan = plans[l].borrow();
     let p = p_plan.modulus().value();
     let (last, lifted) = scratch[..2 * n].split_at_mut(n);
     last.copy_from_slice(&x[l * n..]);
-    p_plan.inverse(last);
+    if ntt {
+        p_plan.inverse(last);
+    }
     // Centre [x]_p in (-p/2, p/2] so the rounding is to nearest: add p/2
     // first and subtract it again per prime, branch-free.
     let half = p / 2;
@@ -155,6 +194,7 @@ pub(crate) fn drop_last_prime_in(plans: &[NttPlan], x: &mut [u32], scratch: &mut
         *v = pm.add(*v, half);
     }
     for (j, plan) in plans.iter().enumerate().take(l) {
+        let plan = plan.borrow();
         let m = plan.modulus();
         let bk = plan.backend();
         let half_j = m.reduce_u32(half);
@@ -163,7 +203,9 @@ pub(crate) fn drop_last_prime_in(plans: &[NttPlan], x: &mut [u32], scratch: &mut
         for d in lifted.iter_mut() {
             *d = m.sub(*d, half_j);
         }
-        plan.forward(lifted);
+        if ntt {
+            plan.forward(lifted);
+        }
         // (x - lifted) · p^-1, through `lifted` as the difference.
         let p_inv = m.shoup(m.inv(m.reduce_u32(p)));
         let xj = &mut x[j * n..(j + 1) * n];

@@ -109,15 +109,13 @@ impl Verifier {
         if probe.is_transparent() {
             return Err(MatchError::TransparentCiphertext);
         }
-        let product = match rk {
-            Some(rk) => self.ev.multiply_relin_prepared(template, probe, rk)?,
-            None => self.ev.multiply_prepared(template, probe)?,
-        };
-        // Switch down first, then mask and re-randomize in one fresh
-        // encryption of the mask at the reply's level: the reply's
-        // randomness comes entirely from that encryption, and it costs a
-        // third less than one at the top level.
-        let mut reply = self.ev.mod_switch_to(&product, self.reply_limbs)?;
+        // Multiply, switch down to the reply's primes (on the scaled
+        // tensor's coefficients) and relinearize there; then mask and
+        // re-randomize in one fresh encryption of the mask at that level:
+        // the reply's randomness comes entirely from that encryption.
+        let mut reply = self
+            .ev
+            .multiply_prepared_to(template, probe, rk, self.reply_limbs)?;
         let fresh = user_pk.encrypt_at_with(&self.mask(rng)?, self.reply_limbs, rng)?;
         self.ev.add_assign(&mut reply, &fresh)?;
         Ok(reply)

@@ -369,6 +369,21 @@ suite_test! {
         assert_eq!(prepared.ciphertext(), &ca);
         assert_eq!(ev.multiply_relin_prepared(&prepared, &cb, &rk).unwrap(), prod);
         assert_eq!(ev.multiply_prepared(&prepared, &cb).unwrap(), ev.multiply(&ca, &cb).unwrap());
+        // Multiplying straight down to fewer primes gives the same message.
+        for limbs in [3, 2] {
+            let c = ev.multiply_prepared_to(&prepared, &cb, Some(&rk), limbs).unwrap();
+            assert_eq!((c.size(), c.limbs()), (2, limbs));
+            assert_eq!(dec(&c), want, "relinearized, {limbs} primes");
+            let c3 = ev.multiply_prepared_to(&prepared, &cb, None, limbs).unwrap();
+            assert_eq!((c3.size(), c3.limbs()), (3, limbs));
+            assert_eq!(dec(&c3), want, "size 3, {limbs} primes");
+        }
+        for limbs in [0, 4] {
+            assert!(matches!(
+                ev.multiply_prepared_to(&prepared, &cb, Some(&rk), limbs),
+                Err(blindmatch::BfvError::LevelMismatch { .. })
+            ));
+        }
         assert!(ev.prepare_multiplicand(&prod.clone()).is_ok());
         assert!(matches!(
             ev.prepare_multiplicand(&ev.multiply(&ca, &cb).unwrap()),
