@@ -124,17 +124,18 @@ impl Verifier {
     /// Uniform values mod t on every coefficient except the score positions.
     fn mask(&self, rng: &mut Prng) -> Result<crate::bfv::Plaintext, MatchError> {
         let t = self.params.plaintext_modulus();
-        // Whole 32-bit draws below the largest multiple of t are uniform mod
-        // t, and almost every draw is one (for t = 65537, all but 1 in 65537):
-        // one draw per coefficient, where bit-length draws below t would
-        // reject about half. Rejection depends only on discarded draws.
-        let bound = u32::MAX / t * t;
+        // Lemire's multiply-and-reject: the high half of x·t is uniform in
+        // [0, t) once draws whose low half falls below (2^32 - t) mod t are
+        // discarded (for t = 65537, 1 in 65537). One draw and one multiply
+        // per coefficient, no division; rejection depends only on discarded
+        // draws.
+        let threshold = t.wrapping_neg() % t;
         let coeffs: Vec<u32> = (0..self.params.degree())
             .map(|i| {
                 let r = loop {
-                    let x = rng.next_u32();
-                    if x < bound {
-                        break x % t;
+                    let m = rng.next_u32() as u64 * t as u64;
+                    if m as u32 >= threshold {
+                        break (m >> 32) as u32;
                     }
                 };
                 if is_score_position(self.dim, i) {
