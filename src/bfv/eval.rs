@@ -246,13 +246,7 @@ impl Evaluator {
         a: &PreparedCiphertext,
         b: &Ciphertext,
     ) -> Result<Ciphertext, BfvError> {
-        let plans_q = self.params.plans_q();
-        let out = self
-            .tensor_to_coeff(&a.ct, Some(&a.ext), b)?
-            .into_iter()
-            .map(|d| d.into_ntt(plans_q))
-            .collect();
-        Ok(Ciphertext::new(&self.params, out))
+        self.multiply_prepared_to(a, b, None, self.params.limbs())
     }
 
     /// `a · b`, relinearized and switched down to `limbs` primes: the same
@@ -309,9 +303,7 @@ impl Evaluator {
         b: &Ciphertext,
         rk: &RelinKey,
     ) -> Result<Ciphertext, BfvError> {
-        self.params.check(rk.params())?;
-        let d = self.tensor_to_coeff(&a.ct, Some(&a.ext), b)?;
-        Ok(self.relin_from_coeff(d, rk))
+        self.multiply_prepared_to(a, b, Some(rk), self.params.limbs())
     }
 
     fn check_multiplicand(&self, c: &Ciphertext) -> Result<(), BfvError> {
