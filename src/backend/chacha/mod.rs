@@ -27,7 +27,7 @@
 //! The kernel follows the [`Backend`] the generator was made with, so the
 //! only CPU check is the one behind that value.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, Kind};
 
 pub(crate) mod scalar;
 
@@ -69,19 +69,18 @@ pub(crate) fn block_counters<const L: usize>(counter: u64) -> ([u32; L], [u32; L
 /// Fills `out` with blocks `counter .. counter + BUF_BLOCKS` of the stream
 /// keyed by `key`, with `backend`'s kernel. Every kernel gives the same words.
 pub(crate) fn blocks(backend: Backend, key: &[u32; 8], counter: u64, out: &mut [u32; BUF_WORDS]) {
-    match backend.name() {
-        // SAFETY: a `Backend` named "avx2" or "avx512" is only constructed
-        // after the run-time AVX2 check (`Backend::detect` /
-        // `Backend::available`).
+    match backend.0 {
+        Kind::Scalar => scalar::blocks(key, counter, out),
+        // SAFETY: Kind::Avx2 and Kind::Avx512 are only constructed after
+        // avx2_detected() (the avx512 kind requires both checks).
         #[cfg(target_arch = "x86_64")]
-        "avx2" | "avx512" => unsafe { avx2::blocks(key, counter, out) },
+        Kind::Avx2 | Kind::Avx512 => unsafe { avx2::blocks(key, counter, out) },
         // SAFETY: NEON is part of the aarch64 baseline.
         #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-        "neon" => unsafe { neon::blocks(key, counter, out) },
+        Kind::Neon => unsafe { neon::blocks(key, counter, out) },
         // simd128 is enabled for the whole build (compile-time cfg).
         #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        "simd128" => simd128::blocks(key, counter, out),
-        _ => scalar::blocks(key, counter, out),
+        Kind::Simd128 => simd128::blocks(key, counter, out),
     }
 }
 
