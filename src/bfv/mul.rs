@@ -25,14 +25,11 @@ pub(crate) struct MulConsts {
     pub plans_b: Vec<NttPlan>,
     q_to_b: BaseConv,
     b_to_q: BaseConv,
-    /// `floor(t·ĉ_i·B/q_i) mod b_j`, indexed `[j][i]`.
-    sr_omega: Vec<Vec<u32>>,
     /// `frac(t·ĉ_i·B/q_i)`.
     sr_theta: Vec<f64>,
-    /// `t·ĉ_j·(B/b_j) mod b_j`.
-    sr_lambda: Vec<u32>,
     /// Per `b_j`, the weights of `[int, d_bj, d_q0, …]` in the scaled
-    /// residue: `1`, `λ_j`, `ω_j0`, …
+    /// residue: `1`, `λ_j = t·ĉ_j·(B/b_j) mod b_j`, then
+    /// `ω_ji = floor(t·ĉ_i·B/q_i) mod b_j` for each `q_i`.
     sr_weights: Vec<Vec<ShoupConstant>>,
     backend: Backend,
 }
@@ -150,8 +147,8 @@ impl MulConsts {
             .map(|&p| NttPlan::new(n, p as u64).expect("NTT prime"))
             .collect();
         // Scale-and-round constants over Q ∪ B.
-        let qm: Vec<Modulus> = q.iter().map(|&p| Modulus::new(p as u64).unwrap()).collect();
-        let bm: Vec<Modulus> = b.iter().map(|&p| Modulus::new(p as u64).unwrap()).collect();
+        let qm = moduli(q);
+        let bm = moduli(&b);
         let all: Vec<u32> = q.iter().chain(b.iter()).copied().collect();
         let c_hat = |idx: usize, m: &Modulus| -> u32 {
             let others: Vec<u32> = all
@@ -204,9 +201,7 @@ impl MulConsts {
             plans_b,
             q_to_b: BaseConv::new(q, &b, backend),
             b_to_q: BaseConv::new(&b, q, backend),
-            sr_omega,
             sr_theta,
-            sr_lambda,
             sr_weights,
             backend,
         }
@@ -380,14 +375,15 @@ impl MulConsts {
         let mut z = vec![0u32; kb * n];
         let mut acc = vec![0u64; n];
         for (j, bj) in self.b_to_q.from.iter().enumerate() {
-            let lambda = self.sr_lambda[j] as u64;
+            let w = &self.sr_weights[j];
+            let lambda = w[1].value as u64;
             for ((a, &iv), &d) in acc.iter_mut().zip(&int).zip(&d_b[j * n..(j + 1) * n]) {
                 *a = iv + d as u64 * lambda;
             }
             for i in 0..l {
-                let w = self.sr_omega[j][i] as u64;
+                let omega = w[2 + i].value as u64;
                 for (a, &d) in acc.iter_mut().zip(&d_q[i * n..(i + 1) * n]) {
-                    *a += d as u64 * w;
+                    *a += d as u64 * omega;
                 }
             }
             for (zz, &a) in z[j * n..(j + 1) * n].iter_mut().zip(&acc) {
