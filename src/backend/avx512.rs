@@ -745,11 +745,6 @@ pub(crate) unsafe fn mul_acc(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32])
     scalar::mul_acc(m, at, bt, ct);
 }
 
-/// The inputs' tails past the last whole register, for the scalar kernels.
-fn tails<'a>(inputs: &[&'a [u32]], from: usize) -> Vec<&'a [u32]> {
-    inputs.iter().map(|x| &x[from..]).collect()
-}
-
 /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, bit-identical to
 /// [`scalar::lincomb`] (the same lazy ranges, sixteen coefficients at a
 /// time).
@@ -785,7 +780,7 @@ pub(crate) unsafe fn lincomb(
         }
     }
     if whole < n {
-        scalar::lincomb(m, &tails(inputs, whole), weights, &mut out[whole..]);
+        scalar::lincomb(m, &scalar::tails(inputs, whole), weights, &mut out[whole..]);
     }
 }
 
@@ -817,7 +812,7 @@ pub(crate) unsafe fn round_weighted_sum(inputs: &[&[u32]], coeffs: &[f64], out: 
         }
     }
     if whole < n {
-        scalar::round_weighted_sum(&tails(inputs, whole), coeffs, &mut out[whole..]);
+        scalar::round_weighted_sum(&scalar::tails(inputs, whole), coeffs, &mut out[whole..]);
     }
 }
 
@@ -851,6 +846,6 @@ pub(crate) unsafe fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut
         }
     }
     if whole < n {
-        scalar::floor_frac_sum(&tails(inputs, whole), thetas, &mut out[whole..]);
+        scalar::floor_frac_sum(&scalar::tails(inputs, whole), thetas, &mut out[whole..]);
     }
 }

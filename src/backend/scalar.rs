@@ -79,6 +79,19 @@ pub(crate) fn mul_acc(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
     }
 }
 
+/// The inputs' tails from `from` on: what a vector kernel leaves to the
+/// scalar one after its last whole register.
+#[cfg_attr(
+    not(any(
+        target_arch = "x86_64",
+        all(target_arch = "wasm32", target_feature = "simd128")
+    )),
+    allow(dead_code)
+)]
+pub(crate) fn tails<'a>(inputs: &[&'a [u32]], from: usize) -> Vec<&'a [u32]> {
+    inputs.iter().map(|x| &x[from..]).collect()
+}
+
 /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q` for any `u32` inputs.
 /// Each term is a lazy Shoup product in `[0, 2q)`; the running sum stays in
 /// `[0, 2q)` (`2q + 2q < 2^32` for `q < 2^30`) and is reduced once at the end.

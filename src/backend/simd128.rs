@@ -348,6 +348,5 @@ pub(crate) fn lincomb(
         }
         store(&mut out[b..b + 4], csub(acc, q));
     }
-    let tails: Vec<&[u32]> = inputs.iter().map(|x| &x[whole..]).collect();
-    scalar::lincomb(m, &tails, weights, &mut out[whole..]);
+    scalar::lincomb(m, &scalar::tails(inputs, whole), weights, &mut out[whole..]);
 }
