@@ -414,13 +414,14 @@ impl Evaluator {
         rk: &RelinKey,
         plans: &[crate::ntt::NttPlan],
     ) -> Ciphertext {
+        debug_assert_eq!(d.first().map(|p| p.limbs()), Some(plans.len()));
         let d2 = d.pop().expect("three parts");
         let d1 = d.pop().expect("three parts");
         let d0 = d.pop().expect("three parts");
-        let mut c0 = d0.into_ntt(plans);
-        let mut c1 = d1.into_ntt(plans);
-        rk.ksw.apply_add(&self.params, &d2, &mut c0, &mut c1);
-        Ciphertext::new(&self.params, vec![c0, c1])
+        Ciphertext::new(
+            &self.params,
+            rk.ksw.apply_onto(&self.params, &d2, [d0, d1]).into(),
+        )
     }
 
     fn check_top_level(&self, op: &'static str, ct: &Ciphertext) -> Result<(), BfvError> {

@@ -90,40 +90,16 @@ impl KswKey {
         out0: &mut RnsPoly<Ntt>,
         out1: &mut RnsPoly<Ntt>,
     ) {
-        let top = params.limbs();
         let l = c.limbs();
-        debug_assert!(l <= top && out0.limbs() == l && out1.limbs() == l);
-        // The basis of this level and P; `key_limb` maps it to the key's.
-        let plans: Vec<&NttPlan> = params.plans_q()[..l]
-            .iter()
-            .chain(std::iter::once(&params.plans_qp()[top]))
-            .collect();
-        let key_limb = |j: usize| if j == l { top } else { j };
+        debug_assert!(out0.limbs() == l && out1.limbs() == l);
+        let plans = level_plans(params, l);
         let n = params.degree();
         let len = (l + 1) * n;
         with_arena(2 * len + 3 * n, |arena| {
             let (acc0, rest) = arena.split_at_mut(len);
             let (acc1, rest) = rest.split_at_mut(len);
             let (digit, scratch) = rest.split_at_mut(n);
-            acc0.fill(0);
-            acc1.fill(0);
-            for i in 0..l {
-                let src = c.limb(i);
-                for (j, plan) in plans.iter().enumerate() {
-                    let m = plan.modulus();
-                    if j == i || m.value() > params.ciphertext_primes()[i] {
-                        digit.copy_from_slice(src);
-                    } else {
-                        // Residues below q_i, reduced mod a smaller prime.
-                        plan.backend().lincomb(m, &[src], &[m.shoup(1)], digit);
-                    }
-                    plan.forward(digit);
-                    let r = j * n..(j + 1) * n;
-                    let kj = key_limb(j);
-                    plan.multiply_accumulate(digit, self.k0[i].limb(kj), &mut acc0[r.clone()]);
-                    plan.multiply_accumulate(digit, self.k1[i].limb(kj), &mut acc1[r]);
-                }
-            }
+            self.accumulate(params, c, &plans, acc0, acc1, digit);
             for (acc, out) in [(acc0, out0), (acc1, out1)] {
                 drop_last_prime_in(&plans, acc, scratch);
                 for (j, plan) in plans.iter().enumerate().take(l) {
@@ -134,6 +110,121 @@ impl KswKey {
                 }
             }
         })
+    }
+
+    /// `d_m + u_m` for `m = 0, 1` in NTT form, where `(u0, u1)` is
+    /// [`Self::apply`]'s switch of `c` and `d0`, `d1` are in coefficient form
+    /// over the level of `c` (their buffers are reused). Adding `d_m` is
+    /// folded into the division by P: `d + (x - [x]_P)/P = (x + P·d -
+    /// [x]_P)/P`, so `P·d - [x]_P` takes one transform per prime where `d`
+    /// and `[x]_P` would take one each.
+    pub(crate) fn apply_onto(
+        &self,
+        params: &Params,
+        c: &RnsPoly<Coeff>,
+        d: [RnsPoly<Coeff>; 2],
+    ) -> [RnsPoly<Ntt>; 2] {
+        let l = c.limbs();
+        debug_assert!(d.iter().all(|p| p.limbs() == l));
+        let plans = level_plans(params, l);
+        let n = params.degree();
+        let len = (l + 1) * n;
+        with_arena(2 * len + 3 * n, |arena| {
+            let (acc0, rest) = arena.split_at_mut(len);
+            let (acc1, rest) = rest.split_at_mut(len);
+            let (digit, scratch) = rest.split_at_mut(n);
+            self.accumulate(params, c, &plans, acc0, acc1, digit);
+            let [mut d0, mut d1] = d;
+            for (acc, out) in [(acc0, &mut d0), (acc1, &mut d1)] {
+                drop_last_prime_onto(&plans, acc, out.as_mut_slice(), scratch);
+            }
+            [d0, d1].map(|p| RnsPoly::from_raw(p.into_raw(), n))
+        })
+    }
+
+    /// `acc_m = Σ_i NTT([c]_{q_i}) · k_m,i` over the level of `c` and P
+    /// (`plans`), for `m = 0, 1`. `digit` is `n` words of scratch.
+    fn accumulate(
+        &self,
+        params: &Params,
+        c: &RnsPoly<Coeff>,
+        plans: &[&NttPlan],
+        acc0: &mut [u32],
+        acc1: &mut [u32],
+        digit: &mut [u32],
+    ) {
+        let top = params.limbs();
+        let l = c.limbs();
+        debug_assert!(l <= top && plans.len() == l + 1);
+        let key_limb = |j: usize| if j == l { top } else { j };
+        let n = params.degree();
+        for i in 0..l {
+            let src = c.limb(i);
+            for (j, plan) in plans.iter().enumerate() {
+                let m = plan.modulus();
+                if j == i || m.value() > params.ciphertext_primes()[i] {
+                    digit.copy_from_slice(src);
+                } else {
+                    // Residues below q_i, reduced mod a smaller prime.
+                    plan.backend().lincomb(m, &[src], &[m.shoup(1)], digit);
+                }
+                plan.forward(digit);
+                let r = j * n..(j + 1) * n;
+                let kj = key_limb(j);
+                let (k0, k1) = (self.k0[i].limb(kj), self.k1[i].limb(kj));
+                if i == 0 {
+                    plan.multiply_pointwise(digit, k0, &mut acc0[r.clone()]);
+                    plan.multiply_pointwise(digit, k1, &mut acc1[r]);
+                } else {
+                    plan.multiply_accumulate(digit, k0, &mut acc0[r.clone()]);
+                    plan.multiply_accumulate(digit, k1, &mut acc1[r]);
+                }
+            }
+        }
+    }
+}
+
+/// The transforms of the first `l` primes of Q and P: the basis of key
+/// switching at level `l`. The key's limbs are indexed by the top level, so P
+/// is its limb `params.limbs()`.
+fn level_plans(params: &Params, l: usize) -> Vec<&NttPlan> {
+    params.plans_q()[..l]
+        .iter()
+        .chain(std::iter::once(&params.plans_qp()[params.limbs()]))
+        .collect()
+}
+
+/// `d + round(x / P)` in NTT form into `d`'s buffer, for `x` (NTT form over
+/// `plans`, P last) and `d` (coefficients over the other primes): per prime
+/// `q_j`, `(x_j + NTT(P·d_j - [x]_P)) · P^-1` with `[x]_P` centred. `scratch`
+/// holds at least `2·n` words.
+fn drop_last_prime_onto(plans: &[&NttPlan], x: &[u32], d: &mut [u32], scratch: &mut [u32]) {
+    let l = plans.len() - 1;
+    let n = x.len() / plans.len();
+    let p_plan = plans[l];
+    let p = p_plan.modulus().value();
+    let (last, e) = scratch[..2 * n].split_at_mut(n);
+    last.copy_from_slice(&x[l * n..]);
+    p_plan.inverse(last);
+    let half = p / 2;
+    let pm = p_plan.modulus();
+    for v in last.iter_mut() {
+        *v = pm.add(*v, half);
+    }
+    for (j, plan) in plans.iter().enumerate().take(l) {
+        let m = plan.modulus();
+        let bk = plan.backend();
+        let dj = &mut d[j * n..(j + 1) * n];
+        // P·d_j - ([x]_P + P/2) + P/2: the centred residue subtracted.
+        let p_j = m.reduce_u32(p);
+        bk.lincomb(m, &[dj, last], &[m.shoup(p_j), m.shoup(m.neg(1))], e);
+        let half_j = m.reduce_u32(half);
+        for v in e.iter_mut() {
+            *v = m.add(*v, half_j);
+        }
+        plan.forward(e);
+        let p_inv = m.shoup(m.inv(p_j));
+        bk.lincomb(m, &[&x[j * n..(j + 1) * n], e], &[p_inv, p_inv], dj);
     }
 }
 

@@ -29,7 +29,9 @@ pub(crate) struct MulConsts {
     sr_theta: Vec<f64>,
     /// Per `b_j`, the weights of `[int, d_bj, d_q0, …]` in the scaled
     /// residue: `1`, `λ_j = t·ĉ_j·(B/b_j) mod b_j`, then
-    /// `ω_ji = floor(t·ĉ_i·B/q_i) mod b_j` for each `q_i`.
+    /// `ω_ji = floor(t·ĉ_i·B/q_i) mod b_j` for each `q_i`; each times
+    /// `(B/b_j)^-1 mod b_j`, the first factor of the conversion to Q, so
+    /// the scaled residues come out ready for it.
     sr_weights: Vec<Vec<ShoupConstant>>,
     backend: Backend,
 }
@@ -105,12 +107,18 @@ impl BaseConv {
     /// within about 2^-40 of a half, where either choice is a valid
     /// representative of magnitude at most F/2 plus that slack.
     fn convert(&self, src: &[u32], dst: &mut [u32], n: usize, y: &mut [u32], k: &mut [u32]) {
-        let l = self.from.len();
         for (i, m) in self.from.iter().enumerate() {
             let x = &src[i * n..(i + 1) * n];
             self.backend
                 .lincomb(m, &[x], &[self.f_tilde[i]], &mut y[i * n..(i + 1) * n]);
         }
+        self.convert_from_y(y, dst, n, k);
+    }
+
+    /// [`Self::convert`] from `y_i = x_i·(F/f_i)^-1 mod f_i` (`y`, limb-major),
+    /// for callers that fold that factor into an earlier step.
+    fn convert_from_y(&self, y: &[u32], dst: &mut [u32], n: usize, k: &mut [u32]) {
+        let l = self.from.len();
         let mut inputs: Vec<&[u32]> = y[..l * n].chunks(n).collect();
         self.backend.round_weighted_sum(&inputs, &self.f_inv, k);
         inputs.push(k);
@@ -186,21 +194,23 @@ impl MulConsts {
             })
             .collect();
         let backend = plans_b[0].backend();
+        let b_to_q = BaseConv::new(&b, q, backend);
         let sr_weights = bm
             .iter()
             .enumerate()
             .map(|(j, bj)| {
+                let b_tilde = b_to_q.f_tilde[j].value;
                 [1, sr_lambda[j]]
                     .into_iter()
                     .chain(sr_omega[j].iter().copied())
-                    .map(|w| bj.shoup(w))
+                    .map(|w| bj.shoup(bj.mul(w, b_tilde)))
                     .collect()
             })
             .collect();
         MulConsts {
             plans_b,
             q_to_b: BaseConv::new(q, &b, backend),
-            b_to_q: BaseConv::new(&b, q, backend),
+            b_to_q,
             sr_theta,
             sr_weights,
             backend,
@@ -222,7 +232,7 @@ impl MulConsts {
 
     /// Scratch length for [`Self::scale_round_to_q_in`].
     fn scale_round_scratch(&self, n: usize) -> usize {
-        (2 * self.k() + 2) * n
+        (self.k() + 2) * n
     }
 
     /// [`Self::scale_round_to_q`] with caller-provided scratch.
@@ -240,7 +250,6 @@ impl MulConsts {
         }
         let kb = self.k();
         let (int, rest) = scratch.split_at_mut(n);
-        let (z, rest) = rest.split_at_mut(kb * n);
         let (y, rest) = rest.split_at_mut(kb * n);
         let k = &mut rest[..n];
         // The integer part Σ floor(d_i·θ_i) + round(Σ frac) is below
@@ -251,9 +260,9 @@ impl MulConsts {
             let mut inputs: Vec<&[u32]> = vec![int, &d_b[j * n..(j + 1) * n]];
             inputs.extend_from_slice(&qs);
             self.backend
-                .lincomb(bj, &inputs, &self.sr_weights[j], &mut z[j * n..(j + 1) * n]);
+                .lincomb(bj, &inputs, &self.sr_weights[j], &mut y[j * n..(j + 1) * n]);
         }
-        self.b_to_q.convert(z, out_q, n, y, k);
+        self.b_to_q.convert_from_y(y, out_q, n, k);
     }
 
     /// The scaled tensor of `a = (a0, a1)` and `b = (b0, b1)` (NTT form over
@@ -372,27 +381,27 @@ impl MulConsts {
         for (iv, &fv) in int.iter_mut().zip(&frac) {
             *iv += (fv + 0.5) as u64;
         }
-        let mut z = vec![0u32; kb * n];
+        // The weights include the conversion's first factor (see
+        // `sr_weights`), so this is `y` for `convert_from_y`. Each term is
+        // below 2^60; reducing after each keeps the sum in 64 bits.
+        let mut y = vec![0u32; kb * n];
         let mut acc = vec![0u64; n];
         for (j, bj) in self.b_to_q.from.iter().enumerate() {
-            let w = &self.sr_weights[j];
-            let lambda = w[1].value as u64;
+            let w: Vec<u64> = self.sr_weights[j].iter().map(|c| c.value as u64).collect();
             for ((a, &iv), &d) in acc.iter_mut().zip(&int).zip(&d_b[j * n..(j + 1) * n]) {
-                *a = iv + d as u64 * lambda;
+                *a = bj.reduce_u64(bj.reduce_u64(iv) as u64 * w[0] + d as u64 * w[1]) as u64;
             }
             for i in 0..l {
-                let omega = w[2 + i].value as u64;
                 for (a, &d) in acc.iter_mut().zip(&d_q[i * n..(i + 1) * n]) {
-                    *a += d as u64 * omega;
+                    *a = bj.reduce_u64(*a + d as u64 * w[2 + i]) as u64;
                 }
             }
-            for (zz, &a) in z[j * n..(j + 1) * n].iter_mut().zip(&acc) {
-                *zz = bj.reduce_u64(a);
+            for (yy, &a) in y[j * n..(j + 1) * n].iter_mut().zip(&acc) {
+                *yy = a as u32;
             }
         }
-        let mut y = vec![0u32; kb * n];
         let mut k = vec![0u32; n];
-        self.b_to_q.convert(&z, out_q, n, &mut y, &mut k);
+        self.b_to_q.convert_from_y(&y, out_q, n, &mut k);
     }
 }
 

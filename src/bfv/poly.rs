@@ -147,6 +147,11 @@ impl<D> RnsPoly<D> {
         }
     }
 
+    /// The limb-major residues, taken out (for reuse in another domain).
+    pub(crate) fn into_raw(mut self) -> Vec<u32> {
+        std::mem::take(&mut self.data)
+    }
+
     /// Degree.
     pub fn degree(&self) -> usize {
         self.n
