@@ -2,7 +2,8 @@
 //! NTT) on the same prime in the same run as the peer.
 //!
 //! Ids: `forward/{backend}/{n}`, `inverse/{backend}/{n}`,
-//! `mul_acc/{backend}/{n}`, `mul/{backend}/{n}` and, for the peer,
+//! `mul_acc/{backend}/{n}`, `mul/{backend}/{n}`, `lincomb5/{backend}/{n}`
+//! (five inputs, the shape of RNS base conversion) and, for the peer,
 //! `forward/tfhe-ntt/{n}`, `inverse/tfhe-ntt/{n}`, `mul_acc/tfhe-ntt/{n}`.
 //! `scripts/bench.sh` turns them into `bench/results.tsv` and `bench/REPORT.md`.
 
@@ -99,5 +100,24 @@ fn pointwise(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, transforms, pointwise);
+/// `Backend::lincomb` over five inputs: the shape of the base conversions and
+/// the scale-and-round of ciphertext multiplication.
+fn rns(c: &mut Criterion) {
+    let mut g = c.benchmark_group("lincomb5");
+    let n = 4096;
+    let q = prime(n);
+    let m = blindmatch::arith::Modulus::new(q as u64).expect("prime");
+    let inputs: Vec<Vec<u32>> = (0..5).map(|i| random_residues(n, q, 10 + i)).collect();
+    let refs: Vec<&[u32]> = inputs.iter().map(|x| x.as_slice()).collect();
+    let weights: Vec<_> = (0..5u32).map(|i| m.shoup(q - 1 - 7 * i)).collect();
+    let mut out = vec![0u32; n];
+    for bk in Backend::available() {
+        g.bench_function(BenchmarkId::new(bk.name(), n), |bench| {
+            bench.iter(|| bk.lincomb(&m, black_box(&refs), &weights, &mut out))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, transforms, pointwise, rns);
 criterion_main!(benches);

@@ -62,6 +62,10 @@ for n in (2048, 4096, 8192):
     for b in backends("mul", n):
         if b != "scalar":
             rows.append(("pointwise", f"mul/{n}/{b}", median_us("mul", b, n), "scalar", scalar))
+scalar = median_us("lincomb5", "scalar", 4096)
+for b in backends("lincomb5", 4096):
+    if b != "scalar" and scalar is not None:
+        rows.append(("rns", f"lincomb5/4096/{b}", median_us("lincomb5", b, 4096), "scalar", scalar))
 
 # BFV against Microsoft SEAL: criterion's bfv/{op} next to SEAL's figure.
 for line in os.environ.get("SEAL_ROWS", "").splitlines():

@@ -287,13 +287,15 @@ impl Backend {
             // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
             #[cfg(target_arch = "x86_64")]
             Kind::Avx512 => unsafe { avx512::round_weighted_sum(inputs, coeffs, out) },
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kind::Simd128 => simd128::round_weighted_sum(inputs, coeffs, out),
             _ => scalar::round_weighted_sum(inputs, coeffs, out),
         }
     }
 
     /// `out[x] = Σ_k floor(p_k) + round(Σ_k frac(p_k))` for
     /// `p_k = inputs[k][x] · thetas[k]`: inputs below `2^31`, thetas in
-    /// `[0, 1)`, totals below `2^32`.
+    /// `[0, 1)`, totals below `2^32` (beyond, the result is unspecified).
     ///
     /// # Panics
     /// If an input is shorter than `out` or the counts differ.
@@ -309,6 +311,8 @@ impl Backend {
             // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
             #[cfg(target_arch = "x86_64")]
             Kind::Avx512 => unsafe { avx512::floor_frac_sum(inputs, thetas, out) },
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kind::Simd128 => simd128::floor_frac_sum(inputs, thetas, out),
             _ => scalar::floor_frac_sum(inputs, thetas, out),
         }
     }

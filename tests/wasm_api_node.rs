@@ -341,6 +341,13 @@ fn evaluator_identities_mod_t() {
     assert_eq!(lin.size(), 2);
     assert_eq!(dec(&lin), map2(&|x, y| x * y));
     assert!(ok(sk.noise_budget(&lin)) > 10.0);
+    let fused = ok(ev.multiply_relin(&ca, &cb, &rk));
+    assert_eq!(fused.size(), 2);
+    assert_eq!(dec(&fused), map2(&|x, y| x * y));
+    fails(
+        ev.multiply_relin(&prod, &cb, &rk),
+        &["Evaluator.multiplyRelin", "size"],
+    );
     let down = ok(ev.mod_switch_to_next(&lin));
     assert_eq!(down.limbs(), 2);
     assert_eq!(dec(&down), map2(&|x, y| x * y));

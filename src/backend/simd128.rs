@@ -350,3 +350,80 @@ pub(crate) fn lincomb(
     }
     scalar::lincomb(m, &scalar::tails(inputs, whole), weights, &mut out[whole..]);
 }
+
+/// Lanes 0 and 1 of `x` (inputs below `2^31`) as `f64`s, and lanes 2 and 3.
+#[inline]
+fn to_f64_halves(x: v128) -> (v128, v128) {
+    let high = i32x4_shuffle::<2, 3, 0, 1>(x, x);
+    (f64x2_convert_low_i32x4(x), f64x2_convert_low_i32x4(high))
+}
+
+/// The truncations of two `f64x2`s as four `i32` lanes (`lo` first), with
+/// Rust's saturating `as i32`.
+#[inline]
+fn trunc_halves(lo: v128, hi: v128) -> v128 {
+    i32x4_shuffle::<0, 1, 4, 5>(
+        i32x4_trunc_sat_f64x2_zero(lo),
+        i32x4_trunc_sat_f64x2_zero(hi),
+    )
+}
+
+/// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, bit-identical to
+/// [`scalar::round_weighted_sum`] (the same `f64` operations in the same
+/// order, four lanes at a time as two `f64x2`).
+pub(crate) fn round_weighted_sum(inputs: &[&[u32]], coeffs: &[f64], out: &mut [u32]) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == coeffs.len());
+    let whole = n / 4 * 4;
+    let half = f64x2_splat(0.5);
+    for b in (0..whole).step_by(4) {
+        let (mut lo, mut hi) = (f64x2_splat(0.0), f64x2_splat(0.0));
+        for (input, &w) in inputs.iter().zip(coeffs) {
+            let (xl, xh) = to_f64_halves(load(&input[b..b + 4]));
+            let w = f64x2_splat(w);
+            lo = f64x2_add(lo, f64x2_mul(xl, w));
+            hi = f64x2_add(hi, f64x2_mul(xh, w));
+        }
+        store(
+            &mut out[b..b + 4],
+            trunc_halves(f64x2_add(lo, half), f64x2_add(hi, half)),
+        );
+    }
+    scalar::round_weighted_sum(&scalar::tails(inputs, whole), coeffs, &mut out[whole..]);
+}
+
+/// `Σ_k floor(p_k) + round(Σ_k frac(p_k))`, bit-identical to
+/// [`scalar::floor_frac_sum`] for totals below `2^32` (its contract), four
+/// lanes at a time. The integer parts are summed in `f64` (exactly: they are
+/// integers far below `2^53`) and converted once, which keeps the engine's
+/// costly float-to-integer conversions out of the loop.
+pub(crate) fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut [u32]) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == thetas.len());
+    let whole = n / 4 * 4;
+    let half = f64x2_splat(0.5);
+    let zero = f64x2_splat(0.0);
+    for b in (0..whole).step_by(4) {
+        let (mut int_lo, mut int_hi) = (zero, zero);
+        let (mut lo, mut hi) = (zero, zero);
+        for (input, &theta) in inputs.iter().zip(thetas) {
+            let (xl, xh) = to_f64_halves(load(&input[b..b + 4]));
+            let theta = f64x2_splat(theta);
+            let (pl, ph) = (f64x2_mul(xl, theta), f64x2_mul(xh, theta));
+            // p >= 0, so the floor is the scalar code's truncation.
+            let (fl, fh) = (f64x2_floor(pl), f64x2_floor(ph));
+            int_lo = f64x2_add(int_lo, fl);
+            int_hi = f64x2_add(int_hi, fh);
+            lo = f64x2_add(lo, f64x2_sub(pl, fl));
+            hi = f64x2_add(hi, f64x2_sub(ph, fh));
+        }
+        let total_lo = f64x2_add(int_lo, f64x2_floor(f64x2_add(lo, half)));
+        let total_hi = f64x2_add(int_hi, f64x2_floor(f64x2_add(hi, half)));
+        let total = i32x4_shuffle::<0, 1, 4, 5>(
+            u32x4_trunc_sat_f64x2_zero(total_lo),
+            u32x4_trunc_sat_f64x2_zero(total_hi),
+        );
+        store(&mut out[b..b + 4], total);
+    }
+    scalar::floor_frac_sum(&scalar::tails(inputs, whole), thetas, &mut out[whole..]);
+}

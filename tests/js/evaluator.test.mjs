@@ -40,6 +40,9 @@ test('encrypt, evaluate, decrypt: slot-wise identities mod t', () => {
   assert.equal(lin.size, 2);
   assert.deepEqual(dec(lin), map2((x, y) => x * y));
   assert.ok(sk.noiseBudget(lin) > 10);
+  const fused = ev.multiplyRelin(ca, cb, rk);
+  assert.equal(fused.size, 2);
+  assert.deepEqual(dec(fused), map2((x, y) => x * y));
   const down = ev.modSwitchToNext(lin);
   assert.equal(down.limbs, 2);
   assert.deepEqual(dec(down), map2((x, y) => x * y));

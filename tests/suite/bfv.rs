@@ -364,6 +364,9 @@ suite_test! {
         let budget = sk.noise_budget(&prod).unwrap();
         eprintln!("noise budget after multiply + relinearize: {budget:.1} bits");
         assert!(budget > 25.0, "{budget}");
+        // The fused call is exactly multiply, then relinearize.
+        let two_step = ev.relinearize(&ev.multiply(&ca, &cb).unwrap(), &rk).unwrap();
+        assert_eq!(two_step, prod);
         // A prepared first factor gives the very same ciphertexts.
         let prepared = ev.prepare_multiplicand(&ca).unwrap();
         assert_eq!(prepared.ciphertext(), &ca);

@@ -40,6 +40,8 @@ async function main(): Promise<void> {
   const sk = SecretKey.generate(params);
   const enc = new BatchEncoder(params);
   const ev = new Evaluator(params);
+  const fused: Ciphertext = ev.multiplyRelin(sk.encrypt(enc.encode([1])), sk.encrypt(enc.encode([2])), sk.relinKey());
+  fused.free();
   const ct: Ciphertext = ev.relinearize(ev.multiply(sk.encrypt(enc.encode([1, 2])), sk.publicKey().encrypt(enc.encode(new Int32Array([3])))), sk.relinKey());
   const slots: Int32Array = enc.decode(sk.decrypt(ct));
   const wide: BigInt64Array = enc.decodeBigInt64(sk.decrypt(ev.multiplyPlain(ct, enc.encode(new BigInt64Array([2n])))));
