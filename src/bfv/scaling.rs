@@ -20,6 +20,12 @@ pub(crate) struct LevelConsts {
     pub omega: Vec<u32>,
     /// Shoup companion of `omega` for products mod t: floor(ω_i·2^32 / t).
     pub omega_shoup: Vec<u32>,
+    /// `omega` as `f64`s, for levels where [`Self::exact_f64`] holds.
+    pub omega_f64: Vec<f64>,
+    /// Whether `Σ_i x_i·ω_i` over residues `x_i < q_i` stays below 2^52, so
+    /// the integer part can be summed in `f64` without reducing each product
+    /// mod t (small t, such as 65537).
+    pub exact_f64: bool,
     /// frac(t·Q̃_i/q_i).
     pub theta: Vec<f64>,
     /// Q̃_i = (Q_l/q_i)^-1 mod q_i.
@@ -59,8 +65,12 @@ impl LevelConsts {
             omega_shoup.push((((w as u64) << 32) / t as u64) as u32);
             theta.push((num % qi as u128) as f64 / qi as f64);
         }
+        let q_max = q.iter().copied().max().unwrap_or(0) as u128;
+        let exact_f64 = (l as u128 + 1) * q_max * (t as u128 + 1) < 1 << 52;
         LevelConsts {
             delta,
+            omega_f64: omega.iter().map(|&w| w as f64).collect(),
+            exact_f64,
             omega,
             omega_shoup,
             theta,
@@ -89,6 +99,10 @@ impl LevelConsts {
 //
 // * x_i·ω_i mod t is a Shoup product with 64-bit intermediates: since
 //   ω_i < t and x_i < 2^32, the result r_i is in [0, 2t), exact (t < 2^30).
+//   When the plain products are small enough (`LevelConsts::exact_f64`:
+//   (L+1)·max q_i·(t+1) < 2^52, true for t = 65537), x_i·ω_i is added
+//   unreduced as an exact f64 product instead: the same total mod t, with
+//   no 64-bit integer multiplies (which wasm's SIMD lacks).
 // * r_i and floor(x_i·θ_i) are added to `int` as f64. Bound: r_i < 2t < 2^31,
 //   floor(x_i·θ_i) <= x_i < q_i < 2^30, and there are at most MAX_PRIMES = 15
 //   limbs, so int < 15·(2^31 + 2^30) < 2^36; floor(frac + 0.5) adds at most
@@ -102,7 +116,8 @@ impl LevelConsts {
 //   k = round(total·fl(1/t)), r = total - k·t. The relative error of
 //   total·fl(1/t) is below 2^-51, so |k - total/t| <= 1/2 + 2^37·2^-51 and
 //   |r| < t; k·t < 2^38, so r is exact, and adding t when r is negative gives
-//   total mod t.
+//   total mod t. With unreduced products, total < 2^52 and the error is
+//   below total·2^-51/t <= 2/t: still |r| < t, and k·t < 2^53 is exact.
 
 /// 2^52. For `0 <= v < 2^51`, `v + 2^52` rounds `v` to an integer (f64
 /// values in [2^52, 2^53) are spaced 1 apart) and holds that integer in its
@@ -165,6 +180,20 @@ fn accumulate_limb(
     }
 }
 
+/// [`accumulate_limb`] for levels where [`LevelConsts::exact_f64`] holds:
+/// `x·ω` added as an exact `f64` product, unreduced.
+#[inline(always)]
+fn accumulate_limb_f64(x: &[u32], c: &LevelConsts, i: usize, int: &mut [f64], frac: &mut [f64]) {
+    let (w, theta) = (c.omega_f64[i], c.theta[i]);
+    for ((&x, s), f) in x.iter().zip(int.iter_mut()).zip(frac.iter_mut()) {
+        let x = x as f64;
+        let p = x * theta;
+        let fl = floor_small(p);
+        *s += x * w + fl;
+        *f += p - fl;
+    }
+}
+
 /// `round(t/Q · x_j) mod t` for `out.len()` coefficients: `residues` holds
 /// one row of `out.len()` residues per prime of the level, limb-major.
 fn round_rows(c: &LevelConsts, t: u32, residues: &[u32], out: &mut [u32]) {
@@ -184,7 +213,12 @@ fn round_rows(c: &LevelConsts, t: u32, residues: &[u32], out: &mut [u32]) {
         int.fill(0.0);
         frac.fill(0.0);
         for (i, row) in residues.chunks_exact(m).enumerate() {
-            accumulate_limb(&row[start..start + len], c, i, t, int, frac);
+            let row = &row[start..start + len];
+            if c.exact_f64 {
+                accumulate_limb_f64(row, c, i, int, frac);
+            } else {
+                accumulate_limb(row, c, i, t, int, frac);
+            }
         }
         for ((o, &s), &f) in out.iter_mut().zip(int.iter()).zip(frac.iter()) {
             let total = s + floor_small(f + 0.5);
