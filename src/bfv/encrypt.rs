@@ -207,18 +207,51 @@ fn encrypt_pk(
     pt: &Plaintext,
     limbs: usize,
 ) -> (RnsPoly<Ntt>, RnsPoly<Ntt>) {
-    let params = &pk.params;
-    let plans = &params.plans_q()[..limbs];
-    let n = params.degree();
-    let mut small = vec![0i8; n];
-    sample::fill_ternary(rng, &mut small);
-    let u = RnsPoly::from_small(&small, plans).into_ntt(plans);
-    zeroize::Zeroize::zeroize(&mut small);
-    let mut e1 = error_poly(rng, plans, n);
-    add_scaled_message(params, pt, &mut e1);
+    let plans = &pk.params.plans_q()[..limbs];
+    let PkEncryptionParts { coeff: [e1, e2], u } = PkEncryptionParts::sample(pk, rng, pt, limbs);
     let mut c0 = e1.into_ntt(plans);
-    let mut c1 = error_poly(rng, plans, n).into_ntt(plans);
+    let mut c1 = e2.into_ntt(plans);
     c0.mul_acc(&pk.p0, &u, plans);
     c1.mul_acc(&pk.p1, &u, plans);
     (c0, c1)
+}
+
+/// A public-key encryption of a plaintext at some level, before it is
+/// assembled: the coefficient-domain terms `(e1 + Δ·pt, e2)` and the
+/// transformed ternary `u` of the key terms `(p0·u, p1·u)`. A caller that
+/// already has coefficient-domain polynomials on their way to the NTT
+/// domain (as verification does) adds the first terms there, saving their
+/// transforms.
+pub(crate) struct PkEncryptionParts {
+    pub coeff: [RnsPoly<Coeff>; 2],
+    u: RnsPoly<Ntt>,
+}
+
+impl PkEncryptionParts {
+    /// Draws `u`, then `e1`, then `e2` from `rng`.
+    pub(crate) fn sample(pk: &PublicKey, rng: &mut Prng, pt: &Plaintext, limbs: usize) -> Self {
+        let params = &pk.params;
+        let plans = &params.plans_q()[..limbs];
+        let n = params.degree();
+        let mut small = vec![0i8; n];
+        sample::fill_ternary(rng, &mut small);
+        let u = RnsPoly::from_small(&small, plans).into_ntt(plans);
+        zeroize::Zeroize::zeroize(&mut small);
+        let mut e1 = error_poly(rng, plans, n);
+        add_scaled_message(params, pt, &mut e1);
+        let e2 = error_poly(rng, plans, n);
+        PkEncryptionParts { coeff: [e1, e2], u }
+    }
+
+    /// `c0 += p0·u`, `c1 += p1·u` (NTT form, at the level of `u`).
+    pub(crate) fn add_key_terms(
+        &self,
+        pk: &PublicKey,
+        c0: &mut RnsPoly<Ntt>,
+        c1: &mut RnsPoly<Ntt>,
+    ) {
+        let plans = &pk.params.plans_q()[..self.u.limbs()];
+        c0.mul_acc(&pk.p0, &self.u, plans);
+        c1.mul_acc(&pk.p1, &self.u, plans);
+    }
 }

@@ -262,6 +262,21 @@ impl Evaluator {
         rk: Option<&RelinKey>,
         limbs: usize,
     ) -> Result<Ciphertext, BfvError> {
+        self.multiply_prepared_to_plus(a, b, rk, limbs, None)
+    }
+
+    /// [`Self::multiply_prepared_to`], with coefficient-domain polynomials
+    /// `plus` (over the `limbs` primes) added to the first two parts of the
+    /// product before they are transformed: the same ciphertext as adding
+    /// their transforms to the result, with fewer transforms.
+    pub(crate) fn multiply_prepared_to_plus(
+        &self,
+        a: &PreparedCiphertext,
+        b: &Ciphertext,
+        rk: Option<&RelinKey>,
+        limbs: usize,
+        plus: Option<&[RnsPoly<super::poly::Coeff>; 2]>,
+    ) -> Result<Ciphertext, BfvError> {
         if let Some(rk) = rk {
             self.params.check(rk.params())?;
         }
@@ -287,6 +302,12 @@ impl Evaluator {
             }
         }
         let plans = &plans[..limbs];
+        if let Some(plus) = plus {
+            for (p, x) in d.iter_mut().zip(plus) {
+                debug_assert_eq!(x.limbs(), limbs);
+                p.add_assign(x, plans);
+            }
+        }
         Ok(match rk {
             Some(rk) => self.relin_from_coeff_in(d, rk, plans),
             None => Ciphertext::new(

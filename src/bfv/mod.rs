@@ -21,6 +21,7 @@ mod serialize;
 
 pub use ciphertext::Ciphertext;
 pub use encoding::{BatchEncoder, CoefficientEncoder};
+pub(crate) use encrypt::PkEncryptionParts;
 pub use eval::{Evaluator, PlaintextNtt, PreparedCiphertext};
 pub use galois::{column_swap_element, row_rotation_element, GaloisKeys, RelinKey};
 pub use keys::{PublicKey, SecretKey};

@@ -13,7 +13,9 @@
 //!    then decrypt to fresh uniform noise, and the reply's randomness is
 //!    independent of the inputs'.
 
-use crate::bfv::{Ciphertext, Evaluator, Params, PreparedCiphertext, Prng, PublicKey, RelinKey};
+use crate::bfv::{
+    Ciphertext, Evaluator, Params, PkEncryptionParts, PreparedCiphertext, Prng, PublicKey, RelinKey,
+};
 use crate::error::MatchError;
 
 use super::pack::is_score_position;
@@ -113,11 +115,21 @@ impl Verifier {
         // tensor's coefficients) and relinearize there; then mask and
         // re-randomize in one fresh encryption of the mask at that level:
         // the reply's randomness comes entirely from that encryption.
-        let mut reply = self
-            .ev
-            .multiply_prepared_to(template, probe, rk, self.reply_limbs)?;
-        let fresh = user_pk.encrypt_at_with(&self.mask(rng)?, self.reply_limbs, rng)?;
-        self.ev.add_assign(&mut reply, &fresh)?;
+        // The fresh encryption's coefficient-domain terms join the product
+        // before its last transforms, its key terms after: the same
+        // ciphertext as `multiply_prepared_to` plus `encrypt_at_with`.
+        self.params.check(user_pk.params())?;
+        let mask = self.mask(rng)?;
+        let fresh = PkEncryptionParts::sample(user_pk, rng, &mask, self.reply_limbs);
+        let mut reply = self.ev.multiply_prepared_to_plus(
+            template,
+            probe,
+            rk,
+            self.reply_limbs,
+            Some(&fresh.coeff),
+        )?;
+        let (c0, rest) = reply.polys.split_at_mut(1);
+        fresh.add_key_terms(user_pk, &mut c0[0], &mut rest[0]);
         Ok(reply)
     }
 
@@ -146,5 +158,46 @@ impl Verifier {
             })
             .collect();
         Ok(crate::bfv::Plaintext::from_coeffs(&self.params, &coeffs)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfv::SecretKey;
+
+    /// The fused reply is exactly the product switched down, plus a fresh
+    /// public-key encryption of the mask drawn from the same stream.
+    #[test]
+    fn fused_reply_equals_product_plus_fresh_encryption() {
+        let params = Params::auth4096();
+        let mut rng = Prng::from_seed([5; 32]);
+        let sk = SecretKey::generate_with(&params, &mut rng);
+        let pk = PublicKey::new_with(&sk, &mut rng);
+        let rk = RelinKey::new_with(&sk, &mut rng);
+        let v = Verifier::new(&params, 128).unwrap();
+        let pt = |k: u32| {
+            let c: Vec<u32> = (0..params.degree() as u32).map(|i| (i * k) % 97).collect();
+            crate::bfv::Plaintext::from_coeffs(&params, &c).unwrap()
+        };
+        let template = v
+            .prepare_template(&sk.encrypt_with(&pt(3), &mut rng).unwrap())
+            .unwrap();
+        let probe = sk.encrypt_with(&pt(5), &mut rng).unwrap();
+        for relin in [Some(&rk), None] {
+            let fused = v
+                .verify_prepared_with(&template, &probe, &pk, relin, &mut Prng::from_seed([9; 32]))
+                .unwrap();
+            let mut again = Prng::from_seed([9; 32]);
+            let mut want =
+                v.ev.multiply_prepared_to(&template, &probe, relin, v.reply_limbs)
+                    .unwrap();
+            let mask = v.mask(&mut again).unwrap();
+            let fresh = pk
+                .encrypt_at_with(&mask, v.reply_limbs, &mut again)
+                .unwrap();
+            v.ev.add_assign(&mut want, &fresh).unwrap();
+            assert_eq!(fused, want, "relinearized: {}", relin.is_some());
+        }
     }
 }
