@@ -18,11 +18,7 @@ fn keystream(c: &mut Criterion) {
     let mut g = c.benchmark_group("rng");
     g.throughput(Throughput::Bytes((WORDS * 4) as u64));
 
-    let mut backends = vec![Backend::detect()];
-    if Backend::detect() != Backend::scalar() {
-        backends.push(Backend::scalar());
-    }
-    for b in backends {
+    for b in Backend::available() {
         let mut ours = Prng::from_seed_with_backend(seed, b);
         g.bench_function(format!("next_u32/{}", b.name()), |bch| {
             bch.iter(|| {

@@ -6,6 +6,7 @@
 //! the compiler spills a few during the rounds; that still beats the
 //! four-block layout that needs lane shuffles between half-rounds. At the
 //! end two 8x8 transposes (words 0..8 and 8..16) turn lanes back into blocks.
+//! A refill is two passes.
 
 use core::arch::x86_64::*;
 
@@ -108,10 +109,18 @@ fn store8(out: &mut [u32], v: __m256i) {
     unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), v) }
 }
 
-/// Blocks `counter .. counter + 8`, as `scalar::blocks`.
+/// Blocks `counter .. counter + BUF_BLOCKS`, as `scalar::blocks`.
 #[target_feature(enable = "avx2")]
 pub(super) fn blocks(key: &[u32; 8], counter: u64, out: &mut [u32; BUF_WORDS]) {
-    const _: () = assert!(BUF_WORDS == LANES * BLOCK_WORDS);
+    for (p, chunk) in out.chunks_exact_mut(LANES * BLOCK_WORDS).enumerate() {
+        blocks8(key, counter.wrapping_add((p * LANES) as u64), chunk);
+    }
+}
+
+/// Blocks `counter .. counter + 8` into `out[..128]`.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn blocks8(key: &[u32; 8], counter: u64, out: &mut [u32]) {
     let (lo, hi) = block_counters::<LANES>(counter);
     let splat = |w: u32| _mm256_set1_epi32(w as i32);
     let input: [__m256i; 16] = [

@@ -21,6 +21,7 @@
 //! |-----------|-----------------|--------------|
 //! | `scalar`  | 1               | `scalar.rs`  |
 //! | `avx2`    | 8               | `avx2.rs`    |
+//! | `avx512`  | 16              | `avx512.rs`  |
 //! | `neon`    | 4               | `neon.rs`    |
 //! | `simd128` | 4               | `simd128.rs` |
 //!
@@ -34,6 +35,9 @@ pub(crate) mod scalar;
 #[cfg(target_arch = "x86_64")]
 mod avx2;
 
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
 #[cfg(all(target_arch = "aarch64", feature = "neon"))]
 mod neon;
 
@@ -42,9 +46,10 @@ mod simd128;
 
 /// 32-bit words in one ChaCha block (64 bytes).
 pub(crate) const BLOCK_WORDS: usize = 16;
-/// Blocks per refill: one AVX2 pass, two NEON / simd128 passes.
-pub(crate) const BUF_BLOCKS: usize = 8;
-/// Words per refill (512 bytes).
+/// Blocks per refill: one AVX-512 pass, two AVX2 passes, four NEON /
+/// simd128 passes.
+pub(crate) const BUF_BLOCKS: usize = 16;
+/// Words per refill (1 KiB).
 pub(crate) const BUF_WORDS: usize = BLOCK_WORDS * BUF_BLOCKS;
 /// ChaCha20: 20 rounds, as 10 column-and-diagonal double rounds.
 pub(crate) const DOUBLE_ROUNDS: usize = 10;
@@ -71,10 +76,12 @@ pub(crate) fn block_counters<const L: usize>(counter: u64) -> ([u32; L], [u32; L
 pub(crate) fn blocks(backend: Backend, key: &[u32; 8], counter: u64, out: &mut [u32; BUF_WORDS]) {
     match backend.0 {
         Kind::Scalar => scalar::blocks(key, counter, out),
-        // SAFETY: Kind::Avx2 and Kind::Avx512 are only constructed after
-        // avx2_detected() (the avx512 kind requires both checks).
+        // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
         #[cfg(target_arch = "x86_64")]
-        Kind::Avx2 | Kind::Avx512 => unsafe { avx2::blocks(key, counter, out) },
+        Kind::Avx2 => unsafe { avx2::blocks(key, counter, out) },
+        // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
+        #[cfg(target_arch = "x86_64")]
+        Kind::Avx512 => unsafe { avx512::blocks(key, counter, out) },
         // SAFETY: NEON is part of the aarch64 baseline.
         #[cfg(all(target_arch = "aarch64", feature = "neon"))]
         Kind::Neon => unsafe { neon::blocks(key, counter, out) },

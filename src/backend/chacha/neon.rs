@@ -119,7 +119,7 @@ fn blocks4(key: &[u32; 8], counter: u64, out: &mut [u32]) {
     }
 }
 
-/// Blocks `counter .. counter + 8`, as `scalar::blocks`.
+/// Blocks `counter .. counter + BUF_BLOCKS`, as `scalar::blocks`.
 #[target_feature(enable = "neon")]
 pub(super) fn blocks(key: &[u32; 8], counter: u64, out: &mut [u32; BUF_WORDS]) {
     for (p, chunk) in out.chunks_exact_mut(LANES * BLOCK_WORDS).enumerate() {
