@@ -357,6 +357,26 @@ where
     }
 }
 
+/// `f(&items[i], &mut outs[i])` for every `i` (the slices have equal
+/// lengths), on every core where threads exist. The first error wins.
+pub(crate) fn par_zip_mut<T, O, E, F>(items: &[T], outs: &mut [O], f: F) -> Result<(), E>
+where
+    T: Sync,
+    O: Send,
+    E: Send,
+    F: Fn(&T, &mut O) -> Result<(), E> + Sync + Send,
+{
+    assert_eq!(items.len(), outs.len(), "par_zip_mut: length mismatch");
+    cfg_if::cfg_if! {
+        if #[cfg(target_arch = "wasm32")] {
+            items.iter().zip(outs.iter_mut()).try_for_each(|(x, o)| f(x, o))
+        } else {
+            use rayon::prelude::*;
+            items.par_iter().zip(outs.par_iter_mut()).try_for_each(|(x, o)| f(x, o))
+        }
+    }
+}
+
 /// Extra per-plan tables that SIMD backends want, built once with the plan.
 #[derive(Default)]
 pub(crate) struct BackendTables {

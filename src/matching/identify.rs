@@ -140,6 +140,25 @@ impl Identifier {
         })
     }
 
+    /// [`Self::score_ciphertexts`] into `out`, one ciphertext per gallery
+    /// ciphertext, reusing the buffers `out` already holds: a server scoring
+    /// probe after probe keeps `out` between them and allocates nothing.
+    pub fn score_ciphertexts_into(
+        &self,
+        gallery: &Gallery,
+        probe: &PlaintextNtt,
+        out: &mut Vec<Ciphertext>,
+    ) -> Result<(), MatchError> {
+        out.truncate(gallery.cts.len());
+        while out.len() < gallery.cts.len() {
+            out.push(Ciphertext::new(&self.params, Vec::new()));
+        }
+        crate::backend::par_zip_mut(&gallery.cts, out, |ct, o| {
+            self.ev.multiply_plain_into(ct, probe, o)?;
+            Ok(())
+        })
+    }
+
     /// The key holder's step: decrypts every score ciphertext and returns the
     /// `top_k` best matches, best first.
     pub fn identify(

@@ -252,6 +252,11 @@ suite_test! {
         worst.push(client::encrypt_templates_public(&service_pk, &q, &refs, &mut prng).unwrap(), 32).unwrap();
         let tq: Vec<Vec<i32>> = extremes.iter().map(|e| q.quantize(e).unwrap()).collect();
         let mut worst_budget = f64::INFINITY;
+        // Reused score buffers: longer than the gallery at first, and
+        // carried from probe to probe.
+        let mut reused: Vec<_> = (0..worst.ciphertexts() + 2)
+            .map(|_| client::encrypt_templates_public(&service_pk, &q, &refs[..1], &mut prng).unwrap())
+            .collect();
         for probe in extreme_embeddings(d) {
             let pq = q.quantize(&probe).unwrap();
             let all = id.identify(&worst, &service_sk, &probe, 32).unwrap();
@@ -260,6 +265,8 @@ suite_test! {
                 assert_eq!(m.score, dot(&tq[m.index], &pq), "template {}", m.index);
             }
             let prepared = id.prepare_probe(&probe).unwrap();
+            id.score_ciphertexts_into(&worst, &prepared, &mut reused).unwrap();
+            assert_eq!(reused, id.score_ciphertexts(&worst, &prepared).unwrap());
             for ct in id.score_ciphertexts(&worst, &prepared).unwrap() {
                 let budget = service_sk.noise_budget(&ct).unwrap();
                 assert!(budget > 8.0, "identify margin {budget}");
