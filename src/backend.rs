@@ -56,11 +56,14 @@ impl std::fmt::Debug for Backend {
     }
 }
 
+/// AVX2 and POPCNT (which every AVX2 CPU has; the error sampler uses it).
 #[cfg(target_arch = "x86_64")]
 fn avx2_detected() -> bool {
     use std::sync::OnceLock;
     static AVX2: OnceLock<bool> = OnceLock::new();
-    *AVX2.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
+    *AVX2.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("popcnt")
+    })
 }
 
 /// AVX-512F, the only AVX-512 subset the `avx512` kernels use (the check
@@ -237,6 +240,28 @@ impl Backend {
 }
 
 impl Backend {
+    /// Centred binomial errors from random words, three from each pair of
+    /// words (the first one low): value `j` of a pair is
+    /// `popcount(21 bits) - popcount(21 bits)` from bits `42j .. 42j + 42`.
+    ///
+    /// # Panics
+    /// If `words` holds fewer than `2·ceil(out.len()/3)` words.
+    pub(crate) fn cbd(self, words: &[u64], out: &mut [i8]) {
+        assert!(
+            words.len() >= 2 * out.len().div_ceil(3),
+            "Backend::cbd: too few words"
+        );
+        match self.0 {
+            // SAFETY: both kinds are only constructed after avx2_detected(),
+            // which includes POPCNT.
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 | Kind::Avx512 => unsafe { avx2::cbd(words, out) },
+            // Elsewhere `count_ones` is one instruction (wasm `i64.popcnt`,
+            // NEON `cnt`) or the portable fallback.
+            _ => scalar::cbd(words, out),
+        }
+    }
+
     /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, in `[0, q)`, for any
     /// `u32` inputs and `q < 2^30`: the linear combinations of RNS base
     /// conversion and scaling.

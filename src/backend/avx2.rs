@@ -781,3 +781,13 @@ pub(crate) unsafe fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut
         scalar::floor_frac_sum(&scalar::tails(inputs, whole), thetas, &mut out[whole..]);
     }
 }
+
+/// [`scalar::cbd`] compiled with the `popcnt` instruction (the portable
+/// build counts bits with shifts and masks).
+///
+/// # Safety
+/// The CPU supports POPCNT.
+#[target_feature(enable = "popcnt")]
+pub(crate) unsafe fn cbd(words: &[u64], out: &mut [i8]) {
+    scalar::cbd(words, out)
+}

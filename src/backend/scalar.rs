@@ -154,3 +154,30 @@ pub(crate) fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut [u32])
         }
     }
 }
+
+/// The three errors of the 128 bits `hi:lo`.
+#[inline(always)]
+pub(crate) fn cbd_triple(lo: u64, hi: u64) -> [i8; 3] {
+    const K: u32 = crate::bfv::sample::CBD_K;
+    // popcount(a) - popcount(b) = popcount(a) + popcount(!b) - K for K-bit a
+    // and b: one popcount of the 2K-bit field with its b half inverted.
+    const FIELD: u64 = (1 << (2 * K)) - 1;
+    const FLIP_B: u64 = ((1 << K) - 1) << K;
+    let fields = [
+        lo,
+        (lo >> (2 * K)) | (hi << (64 - 2 * K)),
+        hi >> (4 * K - 64),
+    ];
+    fields.map(|f| (((f & FIELD) ^ FLIP_B).count_ones() as i32 - K as i32) as i8)
+}
+
+/// Centred binomial errors from random words: each pair of words (the first
+/// one low) gives three values, as [`cbd_triple`]; `out` takes
+/// `out.len()` of them, from `words.len() >= 2·ceil(out.len()/3)` words.
+pub(crate) fn cbd(words: &[u64], out: &mut [i8]) {
+    for (chunk, pair) in out.chunks_mut(3).zip(words.chunks_exact(2)) {
+        for (o, v) in chunk.iter_mut().zip(cbd_triple(pair[0], pair[1])) {
+            *o = v;
+        }
+    }
+}

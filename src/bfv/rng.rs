@@ -79,6 +79,11 @@ impl Prng {
         }
     }
 
+    /// The backend whose kernels this generator and its samplers use.
+    pub(crate) fn backend(&self) -> Backend {
+        self.backend
+    }
+
     /// Computes the next `BUF_BLOCKS` blocks into the buffer.
     #[cold]
     #[inline(never)]

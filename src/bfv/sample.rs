@@ -1,6 +1,8 @@
 //! Samplers for secrets, errors and uniform residues. None of them branches
 //! on the values it produces.
 
+use zeroize::Zeroize;
+
 use super::rng::Prng;
 use crate::arith::Modulus;
 
@@ -37,29 +39,19 @@ pub fn fill_ternary(rng: &mut Prng, out: &mut [i8]) {
 /// every 128 random bits (two `u64` draws, the first one low): value `j` of a
 /// group reads bits `42j .. 42j + 21` and `42j + 21 .. 42j + 42`.
 pub fn fill_cbd(rng: &mut Prng, out: &mut [i8]) {
-    for chunk in out.chunks_mut(3) {
-        let lo = rng.next_u64();
-        let hi = rng.next_u64();
-        for (o, v) in chunk.iter_mut().zip(cbd_triple(lo, hi)) {
-            *o = v;
+    // Values per batch: the words of a batch are drawn in stream order
+    // (two per group of three, the first one low), then turned into errors
+    // by the backend's kernel (hardware popcount where there is one).
+    const BATCH: usize = 192;
+    let mut words = [0u64; 2 * BATCH / 3];
+    for chunk in out.chunks_mut(BATCH) {
+        let w = &mut words[..2 * chunk.len().div_ceil(3)];
+        for x in w.iter_mut() {
+            *x = rng.next_u64();
         }
+        rng.backend().cbd(w, chunk);
     }
-}
-
-/// The three errors of the 128 bits `hi:lo`.
-#[inline(always)]
-fn cbd_triple(lo: u64, hi: u64) -> [i8; 3] {
-    const K: u32 = CBD_K;
-    // popcount(a) - popcount(b) = popcount(a) + popcount(!b) - K for K-bit a
-    // and b: one popcount of the 2K-bit field with its b half inverted.
-    const FIELD: u64 = (1 << (2 * K)) - 1;
-    const FLIP_B: u64 = ((1 << K) - 1) << K;
-    let fields = [
-        lo,
-        (lo >> (2 * K)) | (hi << (64 - 2 * K)),
-        hi >> (4 * K - 64),
-    ];
-    fields.map(|f| (((f & FIELD) ^ FLIP_B).count_ones() as i32 - K as i32) as i8)
+    words.zeroize();
 }
 
 /// A uniform residue mod `q` by rejection on draws of `bitlen(q)` bits (for
@@ -126,11 +118,30 @@ mod tests {
         }
         let mut extremes = [false; 2];
         for (lo, hi) in words {
-            let got = cbd_triple(lo, hi);
+            let got = crate::backend::scalar::cbd_triple(lo, hi);
             assert_eq!(got, triple_reference(lo, hi), "{hi:016x}{lo:016x}");
             extremes[0] |= got.contains(&-21);
             extremes[1] |= got.contains(&21);
         }
         assert_eq!(extremes, [true, true]);
+    }
+
+    /// Every backend's error kernel gives the scalar one's values, over
+    /// lengths that end mid-group and mid-batch.
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    fn cbd_is_the_same_on_every_backend() {
+        for len in [0, 1, 2, 3, 191, 192, 193, 4096] {
+            let mut want = vec![0i8; len];
+            fill_cbd(
+                &mut Prng::from_seed_with_backend([3; 32], crate::Backend::scalar()),
+                &mut want,
+            );
+            for b in crate::Backend::available() {
+                let mut got = vec![0i8; len];
+                fill_cbd(&mut Prng::from_seed_with_backend([3; 32], b), &mut got);
+                assert_eq!(got, want, "{b:?} len {len}");
+            }
+        }
     }
 }
