@@ -76,14 +76,19 @@ pub(crate) fn scaled_message(params: &Params, pt: &Plaintext, limbs: usize) -> R
 /// `x += Δ·m` in each limb of `x`, with Δ of the level of `x`.
 fn add_scaled_message(params: &Params, pt: &Plaintext, x: &mut RnsPoly<Coeff>) {
     let limbs = x.limbs();
+    let mut sum = super::poly::pool::zeroed(params.degree());
     for i in 0..limbs {
-        let m = params.plans_q()[i].modulus();
+        let plan = &params.plans_q()[i];
+        let m = plan.modulus();
         // Δ of the ciphertext's own level: floor(Q_l/t) for its first l primes.
-        let w = m.shoup(params.level(limbs).delta[i]);
-        for (x, &v) in x.limb_mut(i).iter_mut().zip(pt.coeffs()) {
-            *x = m.add(*x, m.mul_shoup(v, w));
-        }
+        let w = [m.shoup(1), m.shoup(params.level(limbs).delta[i])];
+        plan.backend()
+            .lincomb(m, &[x.limb(i), pt.coeffs()], &w, &mut sum);
+        x.limb_mut(i).copy_from_slice(&sum);
     }
+    // It held the error plus the message: secret, like `x`.
+    zeroize::Zeroize::zeroize(&mut sum);
+    super::poly::pool::give(sum);
 }
 
 impl SecretKey {
