@@ -24,10 +24,7 @@ pub(crate) fn expand_uniform(seed: [u8; 32], plans: &[NttPlan], n: usize) -> Rns
     let mut rng = Prng::from_seed(seed);
     let mut a = RnsPoly::zero(n, plans.len());
     for (i, plan) in plans.iter().enumerate() {
-        let q = plan.modulus().value();
-        for x in a.limb_mut(i) {
-            *x = sample::uniform(&mut rng, q);
-        }
+        sample::fill_uniform(&mut rng, plan.modulus().value(), a.limb_mut(i));
     }
     a
 }

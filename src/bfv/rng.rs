@@ -79,6 +79,21 @@ impl Prng {
         }
     }
 
+    /// The words of the current buffer not read yet (refilling first when
+    /// there are none); [`Self::consume`] says how many were used.
+    pub(crate) fn unread_words(&mut self) -> &[u32] {
+        if self.index >= BUF_WORDS {
+            self.refill();
+        }
+        &self.buf[self.index..]
+    }
+
+    /// Marks `k` words of [`Self::unread_words`] as read.
+    pub(crate) fn consume(&mut self, k: usize) {
+        debug_assert!(self.index + k <= BUF_WORDS);
+        self.index += k;
+    }
+
     /// The backend whose kernels this generator and its samplers use.
     pub(crate) fn backend(&self) -> Backend {
         self.backend

@@ -68,6 +68,30 @@ pub fn uniform(rng: &mut Prng, q: u32) -> u32 {
     }
 }
 
+/// Fills `out` with uniform residues mod `q`: the values [`uniform`] would
+/// return one after the other, from the same words, read straight from the
+/// generator's buffer. Each word is stored and kept only when below `q`
+/// (the next one overwrites a rejected value), so there is no branch on
+/// the values.
+pub fn fill_uniform(rng: &mut Prng, q: u32, out: &mut [u32]) {
+    let shift = q.leading_zeros();
+    let mut i = 0;
+    while i < out.len() {
+        let words = rng.unread_words();
+        let mut used = 0;
+        for &w in words {
+            if i == out.len() {
+                break;
+            }
+            let x = w >> shift;
+            out[i] = x;
+            i += (x < q) as usize;
+            used += 1;
+        }
+        rng.consume(used);
+    }
+}
+
 /// Maps a small signed value into `[0, q)` without branching.
 #[inline]
 pub fn signed_to_residue(v: i64, m: &Modulus) -> u32 {
@@ -141,6 +165,31 @@ mod tests {
                 let mut got = vec![0i8; len];
                 fill_cbd(&mut Prng::from_seed_with_backend([3; 32], b), &mut got);
                 assert_eq!(got, want, "{b:?} len {len}");
+            }
+        }
+    }
+
+    /// The batched uniform sampler returns what the one-at-a-time one does
+    /// and leaves the stream at the same place, including across refills
+    /// and with half of the draws rejected.
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    fn fill_uniform_matches_one_at_a_time() {
+        for q in [(1u32 << 28) + 3, 536_813_569, 12_289, 2] {
+            for len in [0, 1, 255, 256, 257, 4096] {
+                let (mut a, mut b) = (Prng::from_seed([8; 32]), Prng::from_seed([8; 32]));
+                // Start mid-buffer.
+                a.next_u32();
+                b.next_u32();
+                let want: Vec<u32> = (0..len).map(|_| uniform(&mut a, q)).collect();
+                let mut got = vec![0; len];
+                fill_uniform(&mut b, q, &mut got);
+                assert_eq!(got, want, "q {q} len {len}");
+                assert_eq!(
+                    a.next_u32(),
+                    b.next_u32(),
+                    "stream position, q {q} len {len}"
+                );
             }
         }
     }
