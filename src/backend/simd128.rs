@@ -102,6 +102,16 @@ fn mul_shoup_lazy(a: v128, w: v128, w_shoup: v128, q: v128) -> v128 {
     i32x4_sub(i32x4_mul(a, w), i32x4_mul(est, q))
 }
 
+/// [`mul_shoup_lazy`] with `w_shoup` already passed through [`opaque`] by
+/// the caller (once for several products).
+#[inline]
+fn mul_shoup_lazy_pre(a: v128, w: v128, w_shoup: v128, q: v128) -> v128 {
+    let lo = u64x2_extmul_low_u32x4(a, w_shoup);
+    let hi = u64x2_extmul_high_u32x4(a, w_shoup);
+    let est = i32x4_shuffle::<1, 3, 5, 7>(lo, hi);
+    i32x4_sub(i32x4_mul(a, w), i32x4_mul(est, q))
+}
+
 /// `x − m` where that does not wrap, else `x` (for `x < m + 2^31`).
 #[inline]
 fn csub(x: v128, m: v128) -> v128 {
@@ -340,7 +350,22 @@ pub(crate) fn lincomb(
         .iter()
         .map(|w| (u32x4_splat(w.value), u32x4_splat(w.shoup)))
         .collect();
-    for b in (0..whole).step_by(4) {
+    // Eight coefficients per step: two independent accumulators share each
+    // weight's loads and its optimiser barrier.
+    let pairs = n / 8 * 8;
+    for b in (0..pairs).step_by(8) {
+        let (mut lo, mut hi) = (u32x4_splat(0), u32x4_splat(0));
+        for (input, &(w, w_shoup)) in inputs.iter().zip(&ws) {
+            let w_shoup = opaque(w_shoup);
+            let x = load(&input[b..b + 4]);
+            let y = load(&input[b + 4..b + 8]);
+            lo = csub(i32x4_add(lo, mul_shoup_lazy_pre(x, w, w_shoup, q)), two_q);
+            hi = csub(i32x4_add(hi, mul_shoup_lazy_pre(y, w, w_shoup, q)), two_q);
+        }
+        store(&mut out[b..b + 4], csub(lo, q));
+        store(&mut out[b + 4..b + 8], csub(hi, q));
+    }
+    for b in (pairs..whole).step_by(4) {
         let mut acc = u32x4_splat(0);
         for (input, &(w, w_shoup)) in inputs.iter().zip(&ws) {
             let x = load(&input[b..b + 4]);
