@@ -15,7 +15,7 @@
 //! `#[target_feature]` kernels below sound.
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::ntt::NttTables;
+use crate::ntt::{InvScale, NttTables};
 
 pub(crate) mod scalar;
 
@@ -170,21 +170,21 @@ impl Backend {
         }
     }
 
-    pub(crate) fn inverse(self, t: &NttTables, a: &mut [u32]) {
+    pub(crate) fn inverse(self, t: &NttTables, a: &mut [u32], s: &InvScale) {
         debug_assert_eq!(a.len(), t.n);
         match self.0 {
-            Kind::Scalar => scalar::inverse(t, a),
+            Kind::Scalar => scalar::inverse(t, a, s),
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::inverse(t, a) },
+            Kind::Avx2 => unsafe { avx2::inverse(t, a, s) },
             // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { avx512::inverse(t, a) },
+            Kind::Avx512 => unsafe { avx512::inverse(t, a, s) },
             // SAFETY: NEON is part of the aarch64 baseline.
             #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-            Kind::Neon => unsafe { neon::inverse(t, a) },
+            Kind::Neon => unsafe { neon::inverse(t, a, s) },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kind::Simd128 => simd128::inverse(t, a),
+            Kind::Simd128 => simd128::inverse(t, a, s),
         }
     }
 

@@ -45,6 +45,34 @@ pub(crate) struct NttTables {
     pub simd: BackendTables,
 }
 
+/// The constants of the inverse transform's last layer: `n^-1·f` and
+/// `n^-1·f·psi^-brv(1)` for an output scale `f` (1 for a plain inverse).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InvScale {
+    pub n_inv: ShoupConstant,
+    pub n_inv_w: ShoupConstant,
+}
+
+impl NttTables {
+    /// The last layer's constants for outputs multiplied by `factor`.
+    pub(crate) fn inv_scale(&self, factor: u32) -> InvScale {
+        let m = &self.modulus;
+        let f = m.reduce_u32(factor);
+        InvScale {
+            n_inv: m.shoup(m.mul(self.n_inv.value, f)),
+            n_inv_w: m.shoup(m.mul(self.n_inv_w.value, f)),
+        }
+    }
+
+    /// The plain inverse's constants.
+    pub(crate) fn inv_unscaled(&self) -> InvScale {
+        InvScale {
+            n_inv: self.n_inv,
+            n_inv_w: self.n_inv_w,
+        }
+    }
+}
+
 /// Reverses the low `bits` bits of `x`.
 pub fn bit_reverse(x: usize, bits: u32) -> usize {
     if bits == 0 {
@@ -158,7 +186,23 @@ impl NttPlan {
     /// If `a.len() != n`.
     pub fn inverse(&self, a: &mut [u32]) {
         assert_eq!(a.len(), self.tables.n, "NttPlan::inverse: wrong length");
-        self.backend.inverse(&self.tables, a);
+        self.backend
+            .inverse(&self.tables, a, &self.tables.inv_unscaled());
+    }
+
+    /// [`Self::inverse`] with every output multiplied by `factor` mod q, at
+    /// no extra cost: the factor joins the `n^-1` of the last layer.
+    ///
+    /// # Panics
+    /// If `a.len() != n`.
+    pub fn inverse_scaled(&self, a: &mut [u32], factor: u32) {
+        assert_eq!(
+            a.len(),
+            self.tables.n,
+            "NttPlan::inverse_scaled: wrong length"
+        );
+        self.backend
+            .inverse(&self.tables, a, &self.tables.inv_scale(factor));
     }
 
     /// `out[i] = a[i] · b[i] mod q`, inputs in `[0, q)`.

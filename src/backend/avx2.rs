@@ -31,7 +31,7 @@ use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
 use crate::backend::scalar;
-use crate::ntt::NttTables;
+use crate::ntt::{InvScale, NttTables};
 
 /// Smallest `n` these kernels handle: one 64-coefficient block (eight rows of
 /// eight) for the transposed stages. Smaller plans (none exist today) use the
@@ -522,13 +522,13 @@ unsafe fn inv_radix4(t: &NttTables, v: &mut [[u32; 8]], groups: usize, c: Consts
 /// The last two stages, with the scaling by `n^-1` folded into the last one
 /// as scalar does; outputs in `[0, q)`. Safety: AVX2.
 #[inline(always)]
-unsafe fn inv_last_radix4(t: &NttTables, v: &mut [[u32; 8]], c: Consts) {
+unsafe fn inv_last_radix4(t: &NttTables, v: &mut [[u32; 8]], s: &InvScale, c: Consts) {
     // SAFETY (whole block): the caller runs on a CPU with AVX2.
     unsafe {
         let w_lo = splat_twiddle(&t.inv, &t.inv_shoup, 2);
         let w_hi = splat_twiddle(&t.inv, &t.inv_shoup, 3);
-        let n_inv = Twiddle::splat(t.n_inv.value, t.n_inv.shoup);
-        let n_inv_w = Twiddle::splat(t.n_inv_w.value, t.n_inv_w.shoup);
+        let n_inv = Twiddle::splat(s.n_inv.value, s.n_inv.shoup);
+        let n_inv_w = Twiddle::splat(s.n_inv_w.value, s.n_inv_w.shoup);
         let [q0, q1, q2, q3] = quarters(v);
         for (((p0, p1), p2), p3) in q0.iter_mut().zip(q1).zip(q2).zip(q3) {
             let (x0, x1) = inv_butterfly(load(p0), load(p1), w_lo, c);
@@ -580,10 +580,10 @@ pub(crate) unsafe fn forward(t: &NttTables, a: &mut [u32]) {
 /// # Safety
 /// The CPU supports AVX2.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn inverse(t: &NttTables, a: &mut [u32]) {
+pub(crate) unsafe fn inverse(t: &NttTables, a: &mut [u32], s: &InvScale) {
     debug_assert_eq!(a.len(), t.n);
     if t.n < MIN_N {
-        return scalar::inverse(t, a);
+        return scalar::inverse(t, a, s);
     }
     let (v, _) = split_vectors_mut(a);
     // SAFETY (whole block): AVX2 is enabled here, and the helpers need no more.
@@ -601,7 +601,7 @@ pub(crate) unsafe fn inverse(t: &NttTables, a: &mut [u32]) {
             inv_radix4(t, v, groups, c);
             groups /= 4;
         }
-        inv_last_radix4(t, v, c);
+        inv_last_radix4(t, v, s, c);
     }
 }
 

@@ -49,7 +49,7 @@ use core::arch::aarch64::*;
 
 use crate::arith::Modulus;
 use crate::backend::scalar;
-use crate::ntt::NttTables;
+use crate::ntt::{InvScale, NttTables};
 
 /// One twiddle table in centred Montgomery form, with its `q^-1` companions.
 #[derive(Default)]
@@ -79,9 +79,6 @@ pub(crate) struct Tables {
     inv: Twiddles,
     /// The gap-2 inverse layer's twiddles, laid out like `fwd_gap2`.
     inv_gap2: Twiddles,
-    /// `n^-1` and `n^-1·psi^-brv(1)` for the last inverse layer.
-    n_inv: (i32, i32),
-    n_inv_w: (i32, i32),
 }
 
 impl Tables {
@@ -97,8 +94,6 @@ impl Tables {
             fwd_gap2: pairs(&t.fwd),
             inv: Twiddles::new(m, t.inv.iter().copied()),
             inv_gap2: pairs(&t.inv),
-            n_inv: mont_constant(m, t.n_inv.value),
-            n_inv_w: mont_constant(m, t.n_inv_w.value),
         }
     }
 }
@@ -298,7 +293,7 @@ pub(crate) unsafe fn forward(t: &NttTables, a: &mut [u32]) {
 
 /// Inverse negacyclic NTT, same output as `scalar::inverse`.
 #[target_feature(enable = "neon")]
-pub(crate) unsafe fn inverse(t: &NttTables, a: &mut [u32]) {
+pub(crate) unsafe fn inverse(t: &NttTables, a: &mut [u32], s: &InvScale) {
     let tw = &t.simd.neon;
     let c = Consts::new(&t.modulus);
     let n = t.n;
@@ -339,8 +334,10 @@ pub(crate) unsafe fn inverse(t: &NttTables, a: &mut [u32]) {
         gap <<= 1;
     }
     // Last layer with the n^-1 scaling folded into both outputs.
-    let (ni, ni_qinv) = (vdupq_n_s32(tw.n_inv.0), vdupq_n_s32(tw.n_inv.1));
-    let (niw, niw_qinv) = (vdupq_n_s32(tw.n_inv_w.0), vdupq_n_s32(tw.n_inv_w.1));
+    let (ni, ni_qinv) = mont_constant(&t.modulus, s.n_inv.value);
+    let (niw, niw_qinv) = mont_constant(&t.modulus, s.n_inv_w.value);
+    let (ni, ni_qinv) = (vdupq_n_s32(ni), vdupq_n_s32(ni_qinv));
+    let (niw, niw_qinv) = (vdupq_n_s32(niw), vdupq_n_s32(niw_qinv));
     let (lo, hi) = a.split_at_mut(n / 2);
     for (x, y) in lo.chunks_exact_mut(4).zip(hi.chunks_exact_mut(4)) {
         let (u, v) = (load(x), load(y));

@@ -2,7 +2,7 @@
 
 use crate::arith::csub;
 use crate::arith::{Modulus, ShoupConstant};
-use crate::ntt::NttTables;
+use crate::ntt::{InvScale, NttTables};
 
 /// Forward negacyclic NTT (Cooley–Tukey, Harvey lazy butterflies in `[0, 4q)`).
 pub(crate) fn forward(t: &NttTables, a: &mut [u32]) {
@@ -35,7 +35,7 @@ pub(crate) fn forward(t: &NttTables, a: &mut [u32]) {
 
 /// Inverse negacyclic NTT (Gentleman–Sande, lazy in `[0, 2q)`, scaling by
 /// `n^-1` folded into the last stage).
-pub(crate) fn inverse(t: &NttTables, a: &mut [u32]) {
+pub(crate) fn inverse(t: &NttTables, a: &mut [u32], s: &InvScale) {
     let m = &t.modulus;
     let two_q = 2 * m.value();
     let n = t.n;
@@ -60,8 +60,8 @@ pub(crate) fn inverse(t: &NttTables, a: &mut [u32]) {
     let (lo, hi) = a.split_at_mut(n / 2);
     for (x, y) in lo.iter_mut().zip(hi.iter_mut()) {
         let (u, v) = (*x, *y);
-        *x = m.mul_shoup(u + v, t.n_inv);
-        *y = m.mul_shoup(u + two_q - v, t.n_inv_w);
+        *x = m.mul_shoup(u + v, s.n_inv);
+        *y = m.mul_shoup(u + two_q - v, s.n_inv_w);
     }
 }
 

@@ -24,7 +24,7 @@ use core::arch::wasm32::*;
 
 use crate::arith::Modulus;
 use crate::backend::scalar;
-use crate::ntt::NttTables;
+use crate::ntt::{InvScale, NttTables};
 
 /// Per-plan tables in the layout these kernels read.
 #[derive(Default)]
@@ -214,7 +214,7 @@ pub(crate) fn forward(t: &NttTables, a: &mut [u32]) {
 }
 
 /// Inverse negacyclic NTT, same output as `scalar::inverse`.
-pub(crate) fn inverse(t: &NttTables, a: &mut [u32]) {
+pub(crate) fn inverse(t: &NttTables, a: &mut [u32], s: &InvScale) {
     let tw = &t.simd.simd128;
     let c = Consts::new(&t.modulus);
     let n = t.n;
@@ -256,8 +256,8 @@ pub(crate) fn inverse(t: &NttTables, a: &mut [u32]) {
         gap <<= 1;
     }
     // Last layer with the n^-1 scaling folded into both outputs.
-    let ni = (u32x4_splat(t.n_inv.value), u32x4_splat(t.n_inv.shoup));
-    let niw = (u32x4_splat(t.n_inv_w.value), u32x4_splat(t.n_inv_w.shoup));
+    let ni = (u32x4_splat(s.n_inv.value), u32x4_splat(s.n_inv.shoup));
+    let niw = (u32x4_splat(s.n_inv_w.value), u32x4_splat(s.n_inv_w.shoup));
     let (lo, hi) = a.split_at_mut(n / 2);
     for (x, y) in lo.chunks_exact_mut(4).zip(hi.chunks_exact_mut(4)) {
         let (u, v) = (load(x), load(y));

@@ -96,28 +96,18 @@ impl BaseConv {
         }
     }
 
-    /// Converts `n` coefficients: `src` holds limb-major residues mod
-    /// `from`, `dst` receives limb-major residues mod `to` of the centred
-    /// representatives. `y` (from.len()·n) and `k` (n) are scratch.
+    /// Converts `n` coefficients `x` (limb-major residues mod `from`) given
+    /// as `y_i = x_i·(F/f_i)^-1 mod f_i` (`y`, limb-major; callers fold that
+    /// factor into an earlier step): `dst` receives limb-major residues mod
+    /// `to` of the centred representatives. `k` (n words) is scratch.
     ///
-    /// With `y_i = x_i·(F/f_i)^-1 mod f_i`, the representative in `[0, F)` is
-    /// `Σ y_i·(F/f_i) - k'·F` for an integer `k' = floor(Σ y_i/f_i)`; taking
-    /// `k = round(Σ y_i/f_i)` instead gives the centred one. The sum is
-    /// below `from.len()`, so an `f64` estimate is exact but for values
-    /// within about 2^-40 of a half, where either choice is a valid
-    /// representative of magnitude at most F/2 plus that slack.
-    fn convert(&self, src: &[u32], dst: &mut [u32], n: usize, y: &mut [u32], k: &mut [u32]) {
-        for (i, m) in self.from.iter().enumerate() {
-            let x = &src[i * n..(i + 1) * n];
-            self.backend
-                .lincomb(m, &[x], &[self.f_tilde[i]], &mut y[i * n..(i + 1) * n]);
-        }
-        self.convert_from_y(y, dst, n, k);
-    }
-
-    /// [`Self::convert`] from `y_i = x_i·(F/f_i)^-1 mod f_i` (`y`, limb-major),
-    /// for callers that fold that factor into an earlier step.
-    fn convert_from_y(&self, y: &[u32], dst: &mut [u32], n: usize, k: &mut [u32]) {
+    /// The representative in `[0, F)` is `Σ y_i·(F/f_i) - k'·F` for an
+    /// integer `k' = floor(Σ y_i/f_i)`; taking `k = round(Σ y_i/f_i)` instead
+    /// gives the centred one. The sum is below `from.len()`, so an `f64`
+    /// estimate is exact but for values within about 2^-40 of a half, where
+    /// either choice is a valid representative of magnitude at most F/2 plus
+    /// that slack.
+    fn convert(&self, y: &[u32], dst: &mut [u32], n: usize, k: &mut [u32]) {
         let l = self.from.len();
         let mut inputs: Vec<&[u32]> = y[..l * n].chunks(n).collect();
         self.backend.round_weighted_sum(&inputs, &self.f_inv, k);
@@ -262,7 +252,7 @@ impl MulConsts {
             self.backend
                 .lincomb(bj, &inputs, &self.sr_weights[j], &mut y[j * n..(j + 1) * n]);
         }
-        self.b_to_q.convert_from_y(y, out_q, n, k);
+        self.b_to_q.convert(y, out_q, n, k);
     }
 
     /// The scaled tensor of `a = (a0, a1)` and `b = (b0, b1)` (NTT form over
@@ -317,7 +307,7 @@ impl MulConsts {
 
     /// Words of scratch [`Self::extend_to_b_ntt`] needs.
     fn extend_scratch(&self, l: usize, n: usize) -> usize {
-        2 * l * n + n
+        l * n + n
     }
 
     /// `p` (NTT form over Q, `L·n`) extended exactly to B, in NTT form
@@ -331,13 +321,14 @@ impl MulConsts {
     ) {
         let n = self.plans_b[0].degree();
         let l = plans_q.len();
-        let (coeff, rest) = scratch.split_at_mut(l * n);
-        let (y, rest) = rest.split_at_mut(l * n);
-        coeff.copy_from_slice(p);
-        for (limb, plan) in coeff.chunks_mut(n).zip(plans_q) {
-            plan.inverse(limb);
+        let (y, rest) = scratch.split_at_mut(l * n);
+        // The conversion's first step, x_i·(Q/q_i)^-1, rides on the inverse
+        // transforms' last layer.
+        y.copy_from_slice(p);
+        for ((limb, plan), f) in y.chunks_mut(n).zip(plans_q).zip(&self.q_to_b.f_tilde) {
+            plan.inverse_scaled(limb, f.value);
         }
-        self.q_to_b.convert(coeff, out, n, y, &mut rest[..n]);
+        self.q_to_b.convert(y, out, n, &mut rest[..n]);
         for (limb, plan) in out.chunks_mut(n).zip(&self.plans_b) {
             plan.forward(limb);
         }
@@ -382,7 +373,7 @@ impl MulConsts {
             *iv += (fv + 0.5) as u64;
         }
         // The weights include the conversion's first factor (see
-        // `sr_weights`), so this is `y` for `convert_from_y`. Each term is
+        // `sr_weights`), so this is `y` for `convert`. Each term is
         // below 2^60; reducing after each keeps the sum in 64 bits.
         let mut y = vec![0u32; kb * n];
         let mut acc = vec![0u64; n];
@@ -401,7 +392,7 @@ impl MulConsts {
             }
         }
         let mut k = vec![0u32; n];
-        self.b_to_q.convert_from_y(&y, out_q, n, &mut k);
+        self.b_to_q.convert(&y, out_q, n, &mut k);
     }
 }
 

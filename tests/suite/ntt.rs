@@ -29,8 +29,15 @@ suite_test! {
                         let mut x = a.clone();
                         plan.forward(&mut x);
                         assert!(x.iter().all(|&v| v < q), "forward output not reduced");
+                        let mut scaled = x.clone();
                         plan.inverse(&mut x);
                         assert_eq!(x, a, "n={n} q={q} {b:?}");
+                        // A scaled inverse is the inverse times the factor.
+                        let f = rng.vec(1, q)[0];
+                        plan.inverse_scaled(&mut scaled, f);
+                        let want: Vec<u32> =
+                            a.iter().map(|&v| (v as u64 * f as u64 % q as u64) as u32).collect();
+                        assert_eq!(scaled, want, "scaled by {f}: n={n} q={q} {b:?}");
                     }
                 }
             }
