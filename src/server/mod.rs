@@ -150,8 +150,13 @@ pub fn params() -> Params {
 
 fn serve_main(args: ServeArgs) -> Result<(), String> {
     let threads = args.threads.unwrap_or_else(cores).max(1);
+    // One I/O worker: HTTP costs a few microseconds of CPU per request, and a
+    // second worker only added cross-thread wake-ups (each readiness event
+    // woke the idle one). Verifications hand this worker's duties to a
+    // fresh thread while they compute (`AppState::compute_here`), so a
+    // multi-threaded runtime is still required.
     let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads.clamp(1, 2))
+        .worker_threads(1)
         .enable_all()
         .build()
         .map_err(|e| format!("tokio runtime: {e}"))?;
@@ -187,6 +192,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         store,
         pool,
         permits: tokio::sync::Semaphore::new(threads * 4),
+        slots: tokio::sync::Semaphore::new(threads),
         www: args.www.clone(),
         pkg: args.pkg.clone(),
         service,
@@ -209,6 +215,13 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         let _ = writeln!(out, "blindmatch-server listening on http://{addr}/");
         let _ = out.flush();
     }
+    // Replies go out as soon as they are written: no Nagle delay behind a
+    // reply's last segment.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "TCP_NODELAY");
+        }
+    });
     axum::serve(listener, api::router(state))
         .with_graceful_shutdown(shutdown_signal())
         .await

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
@@ -125,10 +125,44 @@ pub struct AuditRow {
 /// Group commit for the audit log: rows from concurrent verifications are
 /// written by one thread, as many per transaction as are waiting, and each
 /// caller is answered once its row is committed (so a verification's audit
-/// row is durable before its reply is sent, with one fsync per batch rather
+/// row is durable before its reply is sent, with one commit per batch rather
 /// than per request).
+///
+/// [`AuditLog::submit`] does not wait: a matching thread hands its row over
+/// as soon as the verification is computed and serializes the reply while
+/// the row is being committed; the handler then awaits the returned
+/// [`AuditAck`] before it replies.
 pub struct AuditLog {
-    tx: std::sync::mpsc::Sender<(AuditRow, tokio::sync::oneshot::Sender<Result<bool, String>>)>,
+    tx: std::sync::mpsc::Sender<Pending>,
+}
+
+/// A row waiting for the writer thread, with its caller's answer channel.
+struct Pending {
+    row: AuditRow,
+    submitted: Instant,
+    reply: tokio::sync::oneshot::Sender<Result<Committed, String>>,
+}
+
+/// The writer thread's answer for one row.
+#[derive(Clone, Copy, Debug)]
+pub struct Committed {
+    /// False if the user no longer existed (nothing was written).
+    pub written: bool,
+    /// From [`AuditLog::submit`] to the commit of the row's batch.
+    pub latency: Duration,
+}
+
+/// Resolves once a submitted row is committed.
+#[derive(Debug)]
+pub struct AuditAck(tokio::sync::oneshot::Receiver<Result<Committed, String>>);
+
+impl AuditAck {
+    /// Waits for the commit of the row.
+    pub async fn committed(self) -> Result<Committed, String> {
+        self.0
+            .await
+            .map_err(|_| "audit writer stopped".to_string())?
+    }
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -143,10 +177,7 @@ const AUDIT_BATCH: usize = 256;
 impl AuditLog {
     /// Starts the writer thread over `store`.
     pub fn start(store: std::sync::Arc<Store>) -> std::io::Result<Self> {
-        let (tx, rx) = std::sync::mpsc::channel::<(
-            AuditRow,
-            tokio::sync::oneshot::Sender<Result<bool, String>>,
-        )>();
+        let (tx, rx) = std::sync::mpsc::channel::<Pending>();
         std::thread::Builder::new()
             .name("audit".into())
             .spawn(move || {
@@ -158,17 +189,18 @@ impl AuditLog {
                             Err(_) => break,
                         }
                     }
-                    let rows: Vec<AuditRow> = batch.iter().map(|(r, _)| r.clone()).collect();
+                    let rows: Vec<&AuditRow> = batch.iter().map(|p| &p.row).collect();
                     match store.audit_many(&rows) {
                         Ok(written) => {
-                            for ((_, reply), w) in batch.into_iter().zip(written) {
-                                let _ = reply.send(Ok(w));
+                            for (p, written) in batch.into_iter().zip(written) {
+                                let latency = p.submitted.elapsed();
+                                let _ = p.reply.send(Ok(Committed { written, latency }));
                             }
                         }
                         Err(e) => {
                             let msg = e.to_string();
-                            for (_, reply) in batch {
-                                let _ = reply.send(Err(msg.clone()));
+                            for p in batch {
+                                let _ = p.reply.send(Err(msg.clone()));
                             }
                         }
                     }
@@ -177,14 +209,18 @@ impl AuditLog {
         Ok(Self { tx })
     }
 
-    /// Appends a row; resolves once it is committed (false if the user no
-    /// longer exists).
-    pub async fn append(&self, row: AuditRow) -> Result<bool, String> {
-        let (tx, rx) = tokio::sync::oneshot::channel();
+    /// Hands a row to the writer thread without waiting (callable from any
+    /// thread); the returned [`AuditAck`] resolves once it is committed.
+    pub fn submit(&self, row: AuditRow) -> Result<AuditAck, String> {
+        let (reply, rx) = tokio::sync::oneshot::channel();
         self.tx
-            .send((row, tx))
+            .send(Pending {
+                row,
+                submitted: Instant::now(),
+                reply,
+            })
             .map_err(|_| "audit writer stopped".to_string())?;
-        rx.await.map_err(|_| "audit writer stopped".to_string())?
+        Ok(AuditAck(rx))
     }
 }
 
@@ -378,7 +414,7 @@ impl Store {
     /// server process (`kill -9`) but not necessarily a power cut; the next
     /// `FULL` commit (any enrollment) flushes them too. Writes that a client
     /// asked for (keys, templates, deletions, galleries) stay `FULL`.
-    pub fn audit_many(&self, rows: &[AuditRow]) -> Result<Vec<bool>, StoreError> {
+    pub fn audit_many(&self, rows: &[&AuditRow]) -> Result<Vec<bool>, StoreError> {
         self.with(|c| {
             c.execute_batch("PRAGMA synchronous=NORMAL")?;
             let out = Self::audit_rows(c, rows);
@@ -387,7 +423,7 @@ impl Store {
         })
     }
 
-    fn audit_rows(c: &mut Connection, rows: &[AuditRow]) -> Result<Vec<bool>, StoreError> {
+    fn audit_rows(c: &mut Connection, rows: &[&AuditRow]) -> Result<Vec<bool>, StoreError> {
         {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let mut out = Vec::with_capacity(rows.len());
