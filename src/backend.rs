@@ -262,6 +262,35 @@ impl Backend {
         }
     }
 
+    /// Decryption's `round(t/Q · x) mod t` per coefficient from the rows of
+    /// residues (one per prime, below `2^31`), the integer weights `ω_i` (as
+    /// `f64`) and fractions `θ_i` in `[0, 1)`, for levels where
+    /// `Σ_i x_i·ω_i < 2^52` (see `bfv::scaling`).
+    ///
+    /// # Panics
+    /// If a row is shorter than `out` or the counts differ.
+    pub(crate) fn round_to_t_small(
+        self,
+        rows: &[&[u32]],
+        omega: &[f64],
+        theta: &[f64],
+        t: u32,
+        out: &mut [u32],
+    ) {
+        assert!(
+            rows.len() == omega.len()
+                && rows.len() == theta.len()
+                && rows.iter().all(|r| r.len() >= out.len()),
+            "Backend::round_to_t_small: length mismatch"
+        );
+        match self.0 {
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kind::Simd128 => simd128::round_to_t_small(rows, omega, theta, t, out),
+            // Elsewhere the portable loops compile to vector code.
+            _ => scalar::round_to_t_small(rows, omega, theta, t, out),
+        }
+    }
+
     /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, in `[0, q)`, for any
     /// `u32` inputs and `q < 2^30`: the linear combinations of RNS base
     /// conversion and scaling.

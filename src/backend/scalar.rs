@@ -181,3 +181,83 @@ pub(crate) fn cbd(words: &[u64], out: &mut [i8]) {
         }
     }
 }
+
+/// 2^52. For `0 <= v < 2^51`, `v + 2^52` rounds `v` to an integer (f64
+/// values in [2^52, 2^53) are spaced 1 apart) and holds that integer in its
+/// low mantissa bits.
+pub(crate) const TWO_52: f64 = 4_503_599_627_370_496.0;
+
+/// `v` rounded to the nearest integer (ties to even), for `0 <= v < 2^51`.
+#[inline(always)]
+pub(crate) fn round_small(v: f64) -> f64 {
+    (v + TWO_52) - TWO_52
+}
+
+/// `floor(v)` for `0 <= v < 2^51` (there, the same as `(v as u64) as f64`).
+#[inline(always)]
+pub(crate) fn floor_small(v: f64) -> f64 {
+    let r = round_small(v);
+    if r > v {
+        r - 1.0
+    } else {
+        r
+    }
+}
+
+/// `v as f64` for `v < 2^52` (exact): `v` placed in the mantissa of 2^52.
+#[inline(always)]
+pub(crate) fn u64_to_f64(v: u64) -> f64 {
+    f64::from_bits(TWO_52.to_bits() | v) - TWO_52
+}
+
+/// `v as u32` for an integer-valued `v` in `[0, 2^32)`.
+#[inline(always)]
+pub(crate) fn f64_to_u32(v: f64) -> u32 {
+    (v + TWO_52).to_bits() as u32
+}
+
+/// Coefficients rounded together by [`round_to_t_small`]: the block's two
+/// sums (2 KiB of stack) stay in L1 while every row streams over them.
+const ROUND_BLOCK: usize = 128;
+
+/// `round(t/Q · x) mod t` per coefficient, from the rows of residues `x_i`
+/// (one per prime), the weights `ω_i` (integers, as `f64`) and fractions
+/// `θ_i` of the decryption rounding, when `Σ_i x_i·ω_i` stays below `2^52`
+/// (small t): the integer part is summed unreduced as exact `f64` products,
+/// the fractions in row order, then `(int + floor(frac + 1/2)) mod t`.
+pub(crate) fn round_to_t_small(
+    rows: &[&[u32]],
+    omega: &[f64],
+    theta: &[f64],
+    t: u32,
+    out: &mut [u32],
+) {
+    let tf = t as f64;
+    let t_inv = 1.0 / tf;
+    let mut int = [0f64; ROUND_BLOCK];
+    let mut frac = [0f64; ROUND_BLOCK];
+    for (b, out) in out.chunks_mut(ROUND_BLOCK).enumerate() {
+        let (start, len) = (b * ROUND_BLOCK, out.len());
+        let (int, frac) = (&mut int[..len], &mut frac[..len]);
+        int.fill(0.0);
+        frac.fill(0.0);
+        for ((row, &w), &th) in rows.iter().zip(omega).zip(theta) {
+            for ((&x, s), f) in row[start..start + len]
+                .iter()
+                .zip(int.iter_mut())
+                .zip(frac.iter_mut())
+            {
+                let x = x as f64;
+                let p = x * th;
+                let fl = floor_small(p);
+                *s += x * w + fl;
+                *f += p - fl;
+            }
+        }
+        for ((o, &s), &f) in out.iter_mut().zip(int.iter()).zip(frac.iter()) {
+            let total = s + floor_small(f + 0.5);
+            let r = total - round_small(total * t_inv) * tf;
+            *o = f64_to_u32(if r < 0.0 { r + tf } else { r });
+        }
+    }
+}

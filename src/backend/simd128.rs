@@ -452,3 +452,56 @@ pub(crate) fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut [u32])
     }
     scalar::floor_frac_sum(&scalar::tails(inputs, whole), thetas, &mut out[whole..]);
 }
+
+/// [`scalar::round_to_t_small`], four coefficients at a time as two `f64x2`
+/// (the same operations in the same order; `floor` and `nearest` are the
+/// scalar code's 2^52 tricks for these non-negative values).
+pub(crate) fn round_to_t_small(
+    rows: &[&[u32]],
+    omega: &[f64],
+    theta: &[f64],
+    t: u32,
+    out: &mut [u32],
+) {
+    let n = out.len();
+    assert!(rows.iter().all(|r| r.len() >= n) && rows.len() == omega.len());
+    let whole = n / 4 * 4;
+    let tf = f64x2_splat(t as f64);
+    let t_inv = f64x2_splat(1.0 / t as f64);
+    let (half, zero) = (f64x2_splat(0.5), f64x2_splat(0.0));
+    let consts: Vec<(v128, v128)> = omega
+        .iter()
+        .zip(theta)
+        .map(|(&w, &th)| (f64x2_splat(w), f64x2_splat(th)))
+        .collect();
+    // The residue mod t of an integer-valued total, as the scalar code.
+    let reduce = |s: v128, f: v128| {
+        let total = f64x2_add(s, f64x2_floor(f64x2_add(f, half)));
+        let r = f64x2_sub(total, f64x2_mul(f64x2_nearest(f64x2_mul(total, t_inv)), tf));
+        f64x2_add(r, v128_and(f64x2_lt(r, zero), tf))
+    };
+    for b in (0..whole).step_by(4) {
+        let (mut s_lo, mut s_hi, mut f_lo, mut f_hi) = (zero, zero, zero, zero);
+        for (row, &(w, th)) in rows.iter().zip(&consts) {
+            let (xl, xh) = to_f64_halves(load(&row[b..b + 4]));
+            let (pl, ph) = (f64x2_mul(xl, th), f64x2_mul(xh, th));
+            let (fl, fh) = (f64x2_floor(pl), f64x2_floor(ph));
+            s_lo = f64x2_add(s_lo, f64x2_add(f64x2_mul(xl, w), fl));
+            s_hi = f64x2_add(s_hi, f64x2_add(f64x2_mul(xh, w), fh));
+            f_lo = f64x2_add(f_lo, f64x2_sub(pl, fl));
+            f_hi = f64x2_add(f_hi, f64x2_sub(ph, fh));
+        }
+        let r = i32x4_shuffle::<0, 1, 4, 5>(
+            u32x4_trunc_sat_f64x2_zero(reduce(s_lo, f_lo)),
+            u32x4_trunc_sat_f64x2_zero(reduce(s_hi, f_hi)),
+        );
+        store(&mut out[b..b + 4], r);
+    }
+    scalar::round_to_t_small(
+        &scalar::tails(rows, whole),
+        omega,
+        theta,
+        t,
+        &mut out[whole..],
+    );
+}

@@ -119,39 +119,8 @@ impl LevelConsts {
 //   total mod t. With unreduced products, total < 2^52 and the error is
 //   below total·2^-51/t <= 2/t: still |r| < t, and k·t < 2^53 is exact.
 
-/// 2^52. For `0 <= v < 2^51`, `v + 2^52` rounds `v` to an integer (f64
-/// values in [2^52, 2^53) are spaced 1 apart) and holds that integer in its
-/// low mantissa bits.
-const TWO_52: f64 = 4_503_599_627_370_496.0;
-
-/// `v` rounded to the nearest integer (ties to even), for `0 <= v < 2^51`.
-#[inline(always)]
-fn round_small(v: f64) -> f64 {
-    (v + TWO_52) - TWO_52
-}
-
-/// `floor(v)` for `0 <= v < 2^51` (there, the same as `(v as u64) as f64`).
-#[inline(always)]
-fn floor_small(v: f64) -> f64 {
-    let r = round_small(v);
-    if r > v {
-        r - 1.0
-    } else {
-        r
-    }
-}
-
-/// `v as f64` for `v < 2^52` (exact): `v` placed in the mantissa of 2^52.
-#[inline(always)]
-fn u64_to_f64(v: u64) -> f64 {
-    f64::from_bits(TWO_52.to_bits() | v) - TWO_52
-}
-
-/// `v as u32` for an integer-valued `v` in `[0, 2^32)`.
-#[inline(always)]
-fn f64_to_u32(v: f64) -> u32 {
-    (v + TWO_52).to_bits() as u32
-}
+use crate::backend::scalar::{f64_to_u32, floor_small, round_small, u64_to_f64};
+use crate::backend::Backend;
 
 /// Coefficients rounded together: every limb is streamed over the block's
 /// two sums (2 KiB of stack), which stay in L1.
@@ -180,23 +149,9 @@ fn accumulate_limb(
     }
 }
 
-/// [`accumulate_limb`] for levels where [`LevelConsts::exact_f64`] holds:
-/// `x·ω` added as an exact `f64` product, unreduced.
-#[inline(always)]
-fn accumulate_limb_f64(x: &[u32], c: &LevelConsts, i: usize, int: &mut [f64], frac: &mut [f64]) {
-    let (w, theta) = (c.omega_f64[i], c.theta[i]);
-    for ((&x, s), f) in x.iter().zip(int.iter_mut()).zip(frac.iter_mut()) {
-        let x = x as f64;
-        let p = x * theta;
-        let fl = floor_small(p);
-        *s += x * w + fl;
-        *f += p - fl;
-    }
-}
-
 /// `round(t/Q · x_j) mod t` for `out.len()` coefficients: `residues` holds
 /// one row of `out.len()` residues per prime of the level, limb-major.
-fn round_rows(c: &LevelConsts, t: u32, residues: &[u32], out: &mut [u32]) {
+fn round_rows(c: &LevelConsts, t: u32, residues: &[u32], out: &mut [u32], backend: Backend) {
     let m = out.len();
     if m == 0 {
         return;
@@ -204,6 +159,11 @@ fn round_rows(c: &LevelConsts, t: u32, residues: &[u32], out: &mut [u32]) {
     let limbs = residues.len() / m;
     debug_assert_eq!(residues.len(), limbs * m);
     debug_assert_eq!(limbs, c.theta.len());
+    if c.exact_f64 {
+        let rows: Vec<&[u32]> = residues.chunks_exact(m).collect();
+        backend.round_to_t_small(&rows, &c.omega_f64, &c.theta, t, out);
+        return;
+    }
     let tf = t as f64;
     let mut int = [0f64; BLOCK];
     let mut frac = [0f64; BLOCK];
@@ -213,12 +173,7 @@ fn round_rows(c: &LevelConsts, t: u32, residues: &[u32], out: &mut [u32]) {
         int.fill(0.0);
         frac.fill(0.0);
         for (i, row) in residues.chunks_exact(m).enumerate() {
-            let row = &row[start..start + len];
-            if c.exact_f64 {
-                accumulate_limb_f64(row, c, i, int, frac);
-            } else {
-                accumulate_limb(row, c, i, t, int, frac);
-            }
+            accumulate_limb(&row[start..start + len], c, i, t, int, frac);
         }
         for ((o, &s), &f) in out.iter_mut().zip(int.iter()).zip(frac.iter()) {
             let total = s + floor_small(f + 0.5);
@@ -232,7 +187,14 @@ fn round_rows(c: &LevelConsts, t: u32, residues: &[u32], out: &mut [u32]) {
 pub(crate) fn round_to_t(params: &Params, x: &RnsPoly<Coeff>) -> Vec<u32> {
     let mut out = vec![0; x.degree()];
     let c = params.level(x.limbs());
-    round_rows(c, params.plaintext_modulus(), x.as_slice(), &mut out);
+    let backend = params.plans_q()[0].backend();
+    round_rows(
+        c,
+        params.plaintext_modulus(),
+        x.as_slice(),
+        &mut out,
+        backend,
+    );
     out
 }
 
@@ -255,7 +217,8 @@ pub(crate) fn round_coeffs_to_t(
     }
     let mut out = vec![0; k];
     let c = params.level(x.limbs());
-    round_rows(c, params.plaintext_modulus(), &rows, &mut out);
+    let backend = params.plans_q()[0].backend();
+    round_rows(c, params.plaintext_modulus(), &rows, &mut out, backend);
     out
 }
 
