@@ -51,89 +51,10 @@ pub fn os_seed() -> Result<[u8; 32], BfvError> {
     Ok(seed)
 }
 
-/// The seed of a [`Prng::from_os`] generator.
-///
-/// Natively every seed comes straight from the OS: a `getrandom` call is
-/// cheap next to an encryption, and nothing is shared across a `fork`. In
-/// wasm a call into `crypto.getRandomValues` costs several microseconds, a
-/// few percent of an encryption, so seeds come from [`wasm_seeds`].
-fn fresh_seed() -> Result<[u8; 32], BfvError> {
-    #[cfg(target_arch = "wasm32")]
-    {
-        wasm_seeds::next()
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        os_seed()
-    }
-}
-
-/// Seeds for wasm: a ChaCha20 generator seeded from the system RNG and
-/// re-keyed after every draw ("fast key erasure": one block gives the next
-/// key and the seed, and the key that made them is overwritten before the
-/// seed is returned, so a later disclosure of the instance's memory reveals
-/// no seed drawn before it). It is re-seeded from the system RNG every
-/// [`wasm_seeds::RESEED`] draws. A wasm instance has one thread and cannot
-/// fork, so no two users ever share its state.
-#[cfg(target_arch = "wasm32")]
-mod wasm_seeds {
-    use std::cell::RefCell;
-
-    use zeroize::Zeroize;
-
-    use crate::backend::chacha::{scalar, BLOCK_WORDS};
-    use crate::error::BfvError;
-
-    /// Draws between two seedings from the system RNG.
-    pub(super) const RESEED: u32 = 256;
-
-    struct State {
-        key: [u32; 8],
-        draws: u32,
-    }
-
-    impl Drop for State {
-        fn drop(&mut self) {
-            self.key.zeroize();
-        }
-    }
-
-    thread_local! {
-        static STATE: RefCell<Option<State>> = const { RefCell::new(None) };
-    }
-
-    pub(super) fn next() -> Result<[u8; 32], BfvError> {
-        STATE.with(|cell| {
-            let mut cell = cell.borrow_mut();
-            if cell.as_ref().is_none_or(|s| s.draws >= RESEED) {
-                let mut seed = super::os_seed()?;
-                let mut key = [0u32; 8];
-                for (k, b) in key.iter_mut().zip(seed.chunks_exact(4)) {
-                    *k = u32::from_le_bytes(b.try_into().expect("4-byte chunk"));
-                }
-                seed.zeroize();
-                *cell = Some(State { key, draws: 0 });
-            }
-            let state = cell.as_mut().expect("seeded above");
-            let mut block = [0u32; BLOCK_WORDS];
-            scalar::block(&state.key, 0, &mut block);
-            state.key.copy_from_slice(&block[..8]);
-            state.draws += 1;
-            let mut out = [0u8; 32];
-            for (o, w) in out.chunks_exact_mut(4).zip(&block[8..16]) {
-                o.copy_from_slice(&w.to_le_bytes());
-            }
-            block.zeroize();
-            Ok(out)
-        })
-    }
-}
-
 impl Prng {
-    /// Seeded with fresh randomness from the system RNG (in wasm, through a
-    /// generator seeded from it; see `fresh_seed` in the source).
+    /// Seeded from the system RNG.
     pub fn from_os() -> Result<Self, BfvError> {
-        Ok(Self::from_seed(fresh_seed()?))
+        Ok(Self::from_seed(os_seed()?))
     }
 
     /// Deterministic: the same seed gives the same stream on every target.

@@ -86,23 +86,6 @@ fn call(rng: &mut Prng, op: u64) -> u64 {
 }
 
 suite_test! {
-    fn system_seeded_generators_are_independent() {
-        // Across several re-seedings of the wasm seed generator (every 256
-        // draws), no two generators start alike.
-        let mut firsts: Vec<[u64; 2]> = (0..700)
-            .map(|_| {
-                let mut r = Prng::from_os().unwrap();
-                [r.next_u64(), r.next_u64()]
-            })
-            .collect();
-        firsts.sort_unstable();
-        firsts.dedup();
-        assert_eq!(firsts.len(), 700);
-        let ones: u32 = firsts.iter().map(|w| w[0].count_ones()).sum();
-        // 700·64 fair bits: the mean is 22,400 with a deviation of 134.
-        assert!((21_600..23_200).contains(&ones), "{ones} one bits");
-    }
-
     fn prng_gives_known_words() {
         check_known_words(Backend::scalar());
         for b in backends() {
