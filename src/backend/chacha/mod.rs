@@ -58,7 +58,13 @@ pub(crate) const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b2
 
 /// Low and high words of the block counters `counter + j` for `j < L`,
 /// wrapping at 2^64 like the scalar kernel (computed here, outside the
-/// vector code, so no kernel needs a 64-bit lane add with carry).
+/// vector code, so no kernel needs a 64-bit lane add with carry). Only the
+/// vector kernels use it.
+#[cfg(any(
+    target_arch = "x86_64",
+    all(target_arch = "aarch64", feature = "neon"),
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
 #[inline]
 pub(crate) fn block_counters<const L: usize>(counter: u64) -> ([u32; L], [u32; L]) {
     let mut lo = [0u32; L];
