@@ -309,7 +309,7 @@ impl Evaluator {
             }
         }
         Ok(match rk {
-            Some(rk) => self.relin_from_coeff_in(d, rk, plans),
+            Some(rk) => self.relin_from_coeff(d, rk),
             None => Ciphertext::new(
                 &self.params,
                 d.into_iter().map(|p| p.into_ntt(plans)).collect(),
@@ -421,21 +421,14 @@ impl Evaluator {
         Ok(self.relin_from_coeff(d, rk))
     }
 
-    /// Relinearizes the scaled tensor `(d0, d1, d2)` (coefficients over Q)
-    /// straight from coefficient form, saving `d2`'s transforms there and
-    /// back.
-    fn relin_from_coeff(&self, d: Vec<RnsPoly<super::poly::Coeff>>, rk: &RelinKey) -> Ciphertext {
-        self.relin_from_coeff_in(d, rk, self.params.plans_q())
-    }
-
-    /// [`Self::relin_from_coeff`] at the level of `d` (`plans` its primes).
-    fn relin_from_coeff_in(
+    /// Relinearizes the scaled tensor `(d0, d1, d2)` (coefficients over the
+    /// first primes of Q, any level) straight from coefficient form, saving
+    /// `d2`'s transforms there and back.
+    fn relin_from_coeff(
         &self,
         mut d: Vec<RnsPoly<super::poly::Coeff>>,
         rk: &RelinKey,
-        plans: &[crate::ntt::NttPlan],
     ) -> Ciphertext {
-        debug_assert_eq!(d.first().map(|p| p.limbs()), Some(plans.len()));
         let d2 = d.pop().expect("three parts");
         let d1 = d.pop().expect("three parts");
         let d0 = d.pop().expect("three parts");
