@@ -373,25 +373,8 @@ impl Backend {
 }
 
 /// Maps `f` over `items`, on every core where threads exist (rayon natively;
-/// in order on wasm32). The first error wins.
-pub(crate) fn par_map<T, R, E, F>(items: &[T], f: F) -> Result<Vec<R>, E>
-where
-    T: Sync,
-    R: Send,
-    E: Send,
-    F: Fn(&T) -> Result<R, E> + Sync + Send,
-{
-    cfg_if::cfg_if! {
-        if #[cfg(target_arch = "wasm32")] {
-            items.iter().map(f).collect()
-        } else {
-            use rayon::prelude::*;
-            items.par_iter().map(f).collect()
-        }
-    }
-}
-
-/// As [`par_map`], with per-thread scratch made by `init` and handed to `f`.
+/// in order on wasm32), with per-thread scratch made by `init` and handed to
+/// `f`. The first error wins.
 pub(crate) fn par_map_init<T, S, R, E, I, F>(items: &[T], init: I, f: F) -> Result<Vec<R>, E>
 where
     T: Sync,

@@ -133,11 +133,9 @@ impl Identifier {
         gallery: &Gallery,
         probe: &PlaintextNtt,
     ) -> Result<Vec<Ciphertext>, MatchError> {
-        crate::backend::par_map(&gallery.cts, |ct| {
-            let mut c = ct.clone();
-            self.ev.multiply_plain_assign(&mut c, probe)?;
-            Ok(c)
-        })
+        let mut out = Vec::new();
+        self.score_ciphertexts_into(gallery, probe, &mut out)?;
+        Ok(out)
     }
 
     /// [`Self::score_ciphertexts`] into `out`, one ciphertext per gallery
