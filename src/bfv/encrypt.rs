@@ -213,8 +213,7 @@ fn encrypt_pk(
     let PkEncryptionParts { coeff: [e1, e2], u } = PkEncryptionParts::sample(pk, rng, pt, limbs);
     let mut c0 = e1.into_ntt(plans);
     let mut c1 = e2.into_ntt(plans);
-    c0.mul_acc(&pk.p0, &u, plans);
-    c1.mul_acc(&pk.p1, &u, plans);
+    add_key_terms(pk, &u, &mut c0, &mut c1);
     (c0, c1)
 }
 
@@ -252,8 +251,13 @@ impl PkEncryptionParts {
         c0: &mut RnsPoly<Ntt>,
         c1: &mut RnsPoly<Ntt>,
     ) {
-        let plans = &pk.params.plans_q()[..self.u.limbs()];
-        c0.mul_acc(&pk.p0, &self.u, plans);
-        c1.mul_acc(&pk.p1, &self.u, plans);
+        add_key_terms(pk, &self.u, c0, c1);
     }
+}
+
+/// `c0 += p0·u`, `c1 += p1·u` (NTT form, at the level of `u`).
+fn add_key_terms(pk: &PublicKey, u: &RnsPoly<Ntt>, c0: &mut RnsPoly<Ntt>, c1: &mut RnsPoly<Ntt>) {
+    let plans = &pk.params.plans_q()[..u.limbs()];
+    c0.mul_acc(&pk.p0, u, plans);
+    c1.mul_acc(&pk.p1, u, plans);
 }
