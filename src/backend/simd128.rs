@@ -84,11 +84,10 @@ fn opaque(v: v128) -> v128 {
     core::hint::black_box(v)
 }
 
-/// High 32 bits of the four lane products `a·b`; `b` is usually a
-/// loop-invariant constant, hence [`opaque`].
+/// High 32 bits of the four lane products `a·b`. `b` is usually a
+/// loop-invariant constant, which the caller passes through [`opaque`].
 #[inline]
 fn mul_hi(a: v128, b: v128) -> v128 {
-    let b = opaque(b);
     let lo = u64x2_extmul_low_u32x4(a, b);
     let hi = u64x2_extmul_high_u32x4(a, b);
     i32x4_shuffle::<1, 3, 5, 7>(lo, hi)
@@ -98,17 +97,14 @@ fn mul_hi(a: v128, b: v128) -> v128 {
 /// `Modulus::mul_shoup_lazy`.
 #[inline]
 fn mul_shoup_lazy(a: v128, w: v128, w_shoup: v128, q: v128) -> v128 {
-    let est = mul_hi(a, w_shoup);
-    i32x4_sub(i32x4_mul(a, w), i32x4_mul(est, q))
+    mul_shoup_lazy_pre(a, w, opaque(w_shoup), q)
 }
 
 /// [`mul_shoup_lazy`] with `w_shoup` already passed through [`opaque`] by
 /// the caller (once for several products).
 #[inline]
 fn mul_shoup_lazy_pre(a: v128, w: v128, w_shoup: v128, q: v128) -> v128 {
-    let lo = u64x2_extmul_low_u32x4(a, w_shoup);
-    let hi = u64x2_extmul_high_u32x4(a, w_shoup);
-    let est = i32x4_shuffle::<1, 3, 5, 7>(lo, hi);
+    let est = mul_hi(a, w_shoup);
     i32x4_sub(i32x4_mul(a, w), i32x4_mul(est, q))
 }
 
