@@ -331,7 +331,7 @@ pub(crate) fn mul_acc(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
 }
 
 /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, bit-identical to
-/// [`scalar::lincomb`] (the same lazy ranges, four coefficients at a time).
+/// [`scalar::lincomb`] (the same lazy ranges, eight coefficients at a time).
 pub(crate) fn lincomb(
     m: &Modulus,
     inputs: &[&[u32]],
@@ -339,7 +339,6 @@ pub(crate) fn lincomb(
     out: &mut [u32],
 ) {
     let n = out.len();
-    let whole = n / 4 * 4;
     let q = u32x4_splat(m.value());
     let two_q = u32x4_splat(2 * m.value());
     let ws: Vec<(v128, v128)> = weights
@@ -361,15 +360,7 @@ pub(crate) fn lincomb(
         store(&mut out[b..b + 4], csub(lo, q));
         store(&mut out[b + 4..b + 8], csub(hi, q));
     }
-    for b in (pairs..whole).step_by(4) {
-        let mut acc = u32x4_splat(0);
-        for (input, &(w, w_shoup)) in inputs.iter().zip(&ws) {
-            let x = load(&input[b..b + 4]);
-            acc = csub(i32x4_add(acc, mul_shoup_lazy(x, w, w_shoup, q)), two_q);
-        }
-        store(&mut out[b..b + 4], csub(acc, q));
-    }
-    scalar::lincomb(m, &scalar::tails(inputs, whole), weights, &mut out[whole..]);
+    scalar::lincomb(m, &scalar::tails(inputs, pairs), weights, &mut out[pairs..]);
 }
 
 /// Lanes 0 and 1 of `x` (inputs below `2^31`) as `f64`s, and lanes 2 and 3.
