@@ -174,6 +174,8 @@ pub(crate) fn cbd_triple(lo: u64, hi: u64) -> [i8; 3] {
 /// Centred binomial errors from random words: each pair of words (the first
 /// one low) gives three values, as [`cbd_triple`]; `out` takes
 /// `out.len()` of them, from `words.len() >= 2·ceil(out.len()/3)` words.
+/// Always inlined, so that `avx2::cbd` compiles it with POPCNT.
+#[inline(always)]
 pub(crate) fn cbd(words: &[u64], out: &mut [i8]) {
     for (chunk, pair) in out.chunks_mut(3).zip(words.chunks_exact(2)) {
         for (o, v) in chunk.iter_mut().zip(cbd_triple(pair[0], pair[1])) {
