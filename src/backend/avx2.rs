@@ -658,6 +658,38 @@ pub(crate) unsafe fn mul(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
     scalar::mul(m, at, bt, ot);
 }
 
+/// `out = a · b mod q` as [`mul`], with non-temporal stores into the
+/// 32-byte-aligned part of `out`: for results that are not read again
+/// soon (a gallery's score ciphertexts), which then skip the read for
+/// ownership and leave the cache to the inputs.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+    debug_assert!(a.len() == b.len() && a.len() == out.len());
+    #[repr(C, align(32))]
+    struct Line([u32; 8]);
+    // SAFETY: `Line` is 8 plain `u32`s, so every bit pattern is valid.
+    let (head, body, tail) = unsafe { out.align_to_mut::<Line>() };
+    let (h, len) = (head.len(), body.len() * 8);
+    let (av, _) = split_vectors(&a[h..h + len]);
+    let (bv, _) = split_vectors(&b[h..h + len]);
+    // SAFETY (whole block): AVX2 is enabled here; every `Line` is
+    // 32-byte aligned, as the streaming store requires.
+    unsafe {
+        mul(m, &a[..h], &b[..h], head);
+        let k = ProductConsts::new(m);
+        for ((o, x), y) in body.iter_mut().zip(av).zip(bv) {
+            _mm256_stream_si256(o.0.as_mut_ptr().cast(), k.mul(load(x), load(y)));
+        }
+        // Orders the streaming stores before whatever the caller does next
+        // (another thread may read the result).
+        _mm_sfence();
+        mul(m, &a[h + len..], &b[h + len..], tail);
+    }
+}
+
 /// `acc = acc + a · b mod q`, bit-identical to [`scalar::mul_acc`].
 ///
 /// # Safety

@@ -188,6 +188,29 @@ impl Evaluator {
         pt: &PlaintextNtt,
         out: &mut Ciphertext,
     ) -> Result<(), BfvError> {
+        self.multiply_plain_into_with(a, pt, out, false)
+    }
+
+    /// [`Evaluator::multiply_plain_into`] for products that are not read
+    /// again soon, such as the score ciphertexts of a whole gallery: where
+    /// the CPU has them, non-temporal stores write `out` past the cache
+    /// ([`crate::Backend::mul_streaming`]). The same values.
+    pub fn multiply_plain_streaming_into(
+        &self,
+        a: &Ciphertext,
+        pt: &PlaintextNtt,
+        out: &mut Ciphertext,
+    ) -> Result<(), BfvError> {
+        self.multiply_plain_into_with(a, pt, out, true)
+    }
+
+    fn multiply_plain_into_with(
+        &self,
+        a: &Ciphertext,
+        pt: &PlaintextNtt,
+        out: &mut Ciphertext,
+        streaming: bool,
+    ) -> Result<(), BfvError> {
         self.params.check(a.params())?;
         self.params.check(&pt.params)?;
         let n = self.params.degree();
@@ -203,7 +226,11 @@ impl Evaluator {
             if o.limbs() != l {
                 *o = RnsPoly::zero(n, l);
             }
-            o.mul_from(x, &pt.poly, plans);
+            if streaming {
+                o.mul_from_streaming(x, &pt.poly, plans);
+            } else {
+                o.mul_from(x, &pt.poly, plans);
+            }
         }
         Ok(())
     }

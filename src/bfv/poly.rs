@@ -260,6 +260,19 @@ impl RnsPoly<Ntt> {
         }
     }
 
+    /// [`RnsPoly::mul_from`] for a result that is not read again soon
+    /// (see [`crate::Backend::mul_streaming`]).
+    pub fn mul_from_streaming(&mut self, a: &Self, b: &Self, plans: &[NttPlan]) {
+        let n = self.n;
+        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
+            plan.multiply_pointwise_streaming(
+                a.limb(i),
+                b.limb(i),
+                &mut self.data[i * n..(i + 1) * n],
+            );
+        }
+    }
+
     /// `self += a · b` pointwise.
     pub fn mul_acc(&mut self, a: &Self, b: &Self, plans: &[NttPlan]) {
         let n = self.n;

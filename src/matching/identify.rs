@@ -152,7 +152,7 @@ impl Identifier {
             out.push(Ciphertext::new(&self.params, Vec::new()));
         }
         crate::backend::par_zip_mut(&gallery.cts, out, |ct, o| {
-            self.ev.multiply_plain_into(ct, probe, o)?;
+            self.ev.multiply_plain_streaming_into(ct, probe, o)?;
             Ok(())
         })
     }

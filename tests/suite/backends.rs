@@ -47,6 +47,13 @@ suite_test! {
                         let mut got = vec![0; len];
                         bk.mul(&m, a, b, &mut got);
                         assert_eq!(got, want, "mul len={len} q={q} {bk:?}");
+                        // Every start offset within a cache line, so the
+                        // aligned middle and both ends are all exercised.
+                        for skip in 0..len.min(17) {
+                            let mut got = vec![0; len];
+                            bk.mul_streaming(&m, &a[skip..], &b[skip..], &mut got[skip..]);
+                            assert_eq!(got[skip..], want[skip..], "mul_streaming len={len} skip={skip} q={q} {bk:?}");
+                        }
                         let mut acc = acc0.clone();
                         bk.mul_acc(&m, a, b, &mut acc);
                         assert_eq!(acc, want_acc, "mul_acc len={len} q={q} {bk:?}");
