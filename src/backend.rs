@@ -193,24 +193,19 @@ impl Backend {
     /// # Panics
     /// If the three lengths differ.
     pub fn mul(self, m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
-        assert!(
-            a.len() == b.len() && a.len() == out.len(),
-            "Backend::mul: length mismatch"
-        );
-        match self.0 {
-            Kind::Scalar => scalar::mul(m, a, b, out),
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::mul(m, a, b, out) },
-            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { avx512::mul(m, a, b, out) },
-            // SAFETY: NEON is part of the aarch64 baseline.
-            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-            Kind::Neon => unsafe { neon::mul(m, a, b, out) },
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kind::Simd128 => simd128::mul(m, a, b, out),
-        }
+        self.products::<false, false>(m, a, b, out, "Backend::mul");
+    }
+
+    /// `out[i] = a[i] · b[i] · 2^-32 mod q` for inputs in `[0, q)`: the
+    /// Montgomery product, which is `a[i] · b'[i]` when `b` holds
+    /// `b'·2^32 mod q` (an operand kept in Montgomery form, such as the
+    /// secret key; see [`crate::bfv::poly::NttMont`]). A multiplication
+    /// cheaper than [`Backend::mul`].
+    ///
+    /// # Panics
+    /// If the three lengths differ.
+    pub fn mul_mont(self, m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+        self.products::<true, false>(m, a, b, out, "Backend::mul_mont");
     }
 
     /// [`Backend::mul`] for results that are written once and not read
@@ -242,23 +237,57 @@ impl Backend {
     /// # Panics
     /// If the three lengths differ.
     pub fn mul_acc(self, m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+        self.products::<false, true>(m, a, b, acc, "Backend::mul_acc");
+    }
+
+    /// `acc[i] = acc[i] + a[i] · b[i] · 2^-32 mod q`: [`Backend::mul_mont`]
+    /// accumulated.
+    ///
+    /// # Panics
+    /// If the three lengths differ.
+    pub fn mul_acc_mont(self, m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+        self.products::<true, true>(m, a, b, acc, "Backend::mul_acc_mont");
+    }
+
+    /// The four pointwise product kernels: Montgomery or plain products
+    /// (`MONT`), written or accumulated (`ACC`).
+    fn products<const MONT: bool, const ACC: bool>(
+        self,
+        m: &Modulus,
+        a: &[u32],
+        b: &[u32],
+        out: &mut [u32],
+        what: &str,
+    ) {
         assert!(
-            a.len() == b.len() && a.len() == acc.len(),
-            "Backend::mul_acc: length mismatch"
+            a.len() == b.len() && a.len() == out.len(),
+            "{what}: length mismatch"
         );
-        match self.0 {
-            Kind::Scalar => scalar::mul_acc(m, a, b, acc),
+        match (self.0, ACC) {
+            (Kind::Scalar, false) => scalar::mul::<MONT>(m, a, b, out),
+            (Kind::Scalar, true) => scalar::mul_acc::<MONT>(m, a, b, out),
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::mul_acc(m, a, b, acc) },
+            (Kind::Avx2, false) => unsafe { avx2::mul::<MONT>(m, a, b, out) },
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
+            (Kind::Avx2, true) => unsafe { avx2::mul_acc::<MONT>(m, a, b, out) },
             // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
             #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { avx512::mul_acc(m, a, b, acc) },
+            (Kind::Avx512, false) => unsafe { avx512::mul::<MONT>(m, a, b, out) },
+            // SAFETY: as above.
+            #[cfg(target_arch = "x86_64")]
+            (Kind::Avx512, true) => unsafe { avx512::mul_acc::<MONT>(m, a, b, out) },
             // SAFETY: NEON is part of the aarch64 baseline.
             #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-            Kind::Neon => unsafe { neon::mul_acc(m, a, b, acc) },
+            (Kind::Neon, false) => unsafe { neon::mul::<MONT>(m, a, b, out) },
+            // SAFETY: as above.
+            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+            (Kind::Neon, true) => unsafe { neon::mul_acc::<MONT>(m, a, b, out) },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kind::Simd128 => simd128::mul_acc(m, a, b, acc),
+            (Kind::Simd128, false) => simd128::mul::<MONT>(m, a, b, out),
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            (Kind::Simd128, true) => simd128::mul_acc::<MONT>(m, a, b, out),
         }
     }
 }

@@ -637,14 +637,36 @@ impl ProductConsts {
             csub(mul_shoup_lazy(x, self.r, self.q), self.q)
         }
     }
+
+    /// `a · b · 2^-32 mod q` in `[0, q)` for `a, b < q`: the product by a
+    /// `b` held in Montgomery form.
+    #[inline(always)]
+    unsafe fn mul_mont(self, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: as for `mul`.
+        unsafe { csub(mont_mul_lazy(a, b, self.q, self.q_neg_inv), self.q) }
+    }
+
+    /// [`Self::mul`], or with `MONT` [`Self::mul_mont`].
+    #[inline(always)]
+    unsafe fn product<const MONT: bool>(self, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: as for `mul`.
+        unsafe {
+            if MONT {
+                self.mul_mont(a, b)
+            } else {
+                self.mul(a, b)
+            }
+        }
+    }
 }
 
-/// `out = a · b mod q`, bit-identical to [`scalar::mul`].
+/// `out = a · b mod q` (with `MONT`, the Montgomery product), bit-identical
+/// to [`scalar::mul`].
 ///
 /// # Safety
 /// The CPU supports AVX2.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn mul(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+pub(crate) unsafe fn mul<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
     debug_assert!(a.len() == b.len() && a.len() == out.len());
     let ((av, at), (bv, bt)) = (split_vectors(a), split_vectors(b));
     let (ov, ot) = split_vectors_mut(out);
@@ -652,10 +674,10 @@ pub(crate) unsafe fn mul(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
     unsafe {
         let k = ProductConsts::new(m);
         for ((o, x), y) in ov.iter_mut().zip(av).zip(bv) {
-            store(o, k.mul(load(x), load(y)));
+            store(o, k.product::<MONT>(load(x), load(y)));
         }
     }
-    scalar::mul(m, at, bt, ot);
+    scalar::mul::<MONT>(m, at, bt, ot);
 }
 
 /// `out = a · b mod q` as [`mul`], with non-temporal stores into the
@@ -678,7 +700,7 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
     // SAFETY (whole block): AVX2 is enabled here; every `Line` is
     // 32-byte aligned, as the streaming store requires.
     unsafe {
-        mul(m, &a[..h], &b[..h], head);
+        mul::<false>(m, &a[..h], &b[..h], head);
         let k = ProductConsts::new(m);
         for ((o, x), y) in body.iter_mut().zip(av).zip(bv) {
             _mm256_stream_si256(o.0.as_mut_ptr().cast(), k.mul(load(x), load(y)));
@@ -686,16 +708,17 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
         // Orders the streaming stores before whatever the caller does next
         // (another thread may read the result).
         _mm_sfence();
-        mul(m, &a[h + len..], &b[h + len..], tail);
+        mul::<false>(m, &a[h + len..], &b[h + len..], tail);
     }
 }
 
-/// `acc = acc + a · b mod q`, bit-identical to [`scalar::mul_acc`].
+/// `acc = acc + a · b mod q` (with `MONT`, the Montgomery product),
+/// bit-identical to [`scalar::mul_acc`].
 ///
 /// # Safety
 /// The CPU supports AVX2.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn mul_acc(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+pub(crate) unsafe fn mul_acc<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
     debug_assert!(a.len() == b.len() && a.len() == acc.len());
     let ((av, at), (bv, bt)) = (split_vectors(a), split_vectors(b));
     let (cv, ct) = split_vectors_mut(acc);
@@ -703,11 +726,11 @@ pub(crate) unsafe fn mul_acc(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32])
     unsafe {
         let k = ProductConsts::new(m);
         for ((s, x), y) in cv.iter_mut().zip(av).zip(bv) {
-            let sum = _mm256_add_epi32(load(s), k.mul(load(x), load(y)));
+            let sum = _mm256_add_epi32(load(s), k.product::<MONT>(load(x), load(y)));
             store(s, csub(sum, k.q));
         }
     }
-    scalar::mul_acc(m, at, bt, ct);
+    scalar::mul_acc::<MONT>(m, at, bt, ct);
 }
 
 /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, bit-identical to

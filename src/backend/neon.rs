@@ -378,38 +378,43 @@ impl MulConsts {
 /// `a·b mod q` in `[0, q)` for four lanes of `a, b < q`.
 #[inline]
 #[target_feature(enable = "neon")]
-fn mul_lanes(a: int32x4_t, b: int32x4_t, k: MulConsts) -> int32x4_t {
-    // a·b·2^-32 with |.| < q·q/2^32 + q/2 < 3q/4 ...
+fn mul_lanes<const MONT: bool>(a: int32x4_t, b: int32x4_t, k: MulConsts) -> int32x4_t {
+    // a·b·2^-32 with |.| < q·q/2^32 + q/2 < 3q/4 (the Montgomery product) ...
     let ab = mont_mul(a, b, vmulq_s32(b, k.q_inv), k.q);
+    if MONT {
+        return normalize(ab, k.q);
+    }
     // ... times 2^64·2^-32 is a·b, again below 3q/4.
     normalize(mont_mul(ab, k.r2, k.r2_qinv, k.q), k.q)
 }
 
-/// `out = a·b mod q`, same output as `scalar::mul`.
+/// `out = a·b mod q` (with `MONT`, the Montgomery product `a·b·2^-32`), same
+/// output as `scalar::mul`.
 #[target_feature(enable = "neon")]
-pub(crate) unsafe fn mul(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+pub(crate) unsafe fn mul<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
     debug_assert!(a.len() == b.len() && a.len() == out.len());
     let k = MulConsts::new(m);
     let body = a.len() / 4 * 4;
     let lanes = a.chunks_exact(4).zip(b.chunks_exact(4));
     for (o, (x, y)) in out.chunks_exact_mut(4).zip(lanes) {
-        store(o, mul_lanes(load(x), load(y), k));
+        store(o, mul_lanes::<MONT>(load(x), load(y), k));
     }
-    scalar::mul(m, &a[body..], &b[body..], &mut out[body..]);
+    scalar::mul::<MONT>(m, &a[body..], &b[body..], &mut out[body..]);
 }
 
-/// `acc = acc + a·b mod q`, same output as `scalar::mul_acc`.
+/// `acc = acc + a·b mod q` (with `MONT`, the Montgomery product), same output
+/// as `scalar::mul_acc`.
 #[target_feature(enable = "neon")]
-pub(crate) unsafe fn mul_acc(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+pub(crate) unsafe fn mul_acc<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
     debug_assert!(a.len() == b.len() && a.len() == acc.len());
     let k = MulConsts::new(m);
     let q = vreinterpretq_u32_s32(k.q);
     let body = a.len() / 4 * 4;
     let lanes = a.chunks_exact(4).zip(b.chunks_exact(4));
     for (c, (x, y)) in acc.chunks_exact_mut(4).zip(lanes) {
-        let p = vreinterpretq_u32_s32(mul_lanes(load(x), load(y), k));
+        let p = vreinterpretq_u32_s32(mul_lanes::<MONT>(load(x), load(y), k));
         let s = csub(vaddq_u32(vreinterpretq_u32_s32(load(c)), p), q);
         store(c, vreinterpretq_s32_u32(s));
     }
-    scalar::mul_acc(m, &a[body..], &b[body..], &mut acc[body..]);
+    scalar::mul_acc::<MONT>(m, &a[body..], &b[body..], &mut acc[body..]);
 }

@@ -65,17 +65,29 @@ pub(crate) fn inverse(t: &NttTables, a: &mut [u32], s: &InvScale) {
     }
 }
 
-/// `out = a · b mod q`.
-pub(crate) fn mul(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
-    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
-        *o = m.mul(x, y);
+/// `a · b mod q`, or with `MONT` the Montgomery product `a · b · 2^-32 mod
+/// q` (which is `a · b'` when `b = b'·2^32 mod q` is held in Montgomery
+/// form); in `[0, q)` either way.
+#[inline(always)]
+pub(crate) fn product<const MONT: bool>(m: &Modulus, a: u32, b: u32) -> u32 {
+    if MONT {
+        m.mont_mul(a, b)
+    } else {
+        m.mul(a, b)
     }
 }
 
-/// `acc = acc + a · b mod q`.
-pub(crate) fn mul_acc(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+/// `out = a · b mod q` (with `MONT`, see [`product`]).
+pub(crate) fn mul<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+    for ((o, &x), &y) in out.iter_mut().zip(a).zip(b) {
+        *o = product::<MONT>(m, x, y);
+    }
+}
+
+/// `acc = acc + a · b mod q` (with `MONT`, see [`product`]).
+pub(crate) fn mul_acc<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
     for ((c, &x), &y) in acc.iter_mut().zip(a).zip(b) {
-        *c = m.add(*c, m.mul(x, y));
+        *c = m.add(*c, product::<MONT>(m, x, y));
     }
 }
 

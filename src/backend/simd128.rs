@@ -292,7 +292,7 @@ impl MulConsts {
 /// A lazy Montgomery product gives `a·b·2^-32` in `[0, 2q)`; a Shoup product
 /// by the constant `2^32 mod q` undoes the `2^-32`.
 #[inline]
-fn mul_lanes(a: v128, b: v128, k: MulConsts) -> v128 {
+fn mul_lanes<const MONT: bool>(a: v128, b: v128, k: MulConsts) -> v128 {
     // t = a·b (64-bit halves); u = t·(-q^-1) mod 2^32; (t + u·q) / 2^32.
     let t_lo = u64x2_extmul_low_u32x4(a, b);
     let t_hi = u64x2_extmul_high_u32x4(a, b);
@@ -302,32 +302,38 @@ fn mul_lanes(a: v128, b: v128, k: MulConsts) -> v128 {
     let s_lo = i64x2_add(t_lo, u64x2_extmul_low_u32x4(u, q));
     let s_hi = i64x2_add(t_hi, u64x2_extmul_high_u32x4(u, q));
     let ab = i32x4_shuffle::<1, 3, 5, 7>(s_lo, s_hi);
+    if MONT {
+        // The Montgomery product itself, in [0, 2q).
+        return csub(ab, k.q);
+    }
     csub(mul_shoup_lazy(ab, k.r, k.r_shoup, k.q), k.q)
 }
 
-/// `out = a·b mod q`, same output as `scalar::mul`.
-pub(crate) fn mul(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+/// `out = a·b mod q` (with `MONT`, the Montgomery product `a·b·2^-32`), same
+/// output as `scalar::mul`.
+pub(crate) fn mul<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
     debug_assert!(a.len() == b.len() && a.len() == out.len());
     let k = MulConsts::new(m);
     let body = a.len() / 4 * 4;
     let lanes = a.chunks_exact(4).zip(b.chunks_exact(4));
     for (o, (x, y)) in out.chunks_exact_mut(4).zip(lanes) {
-        store(o, mul_lanes(load(x), load(y), k));
+        store(o, mul_lanes::<MONT>(load(x), load(y), k));
     }
-    scalar::mul(m, &a[body..], &b[body..], &mut out[body..]);
+    scalar::mul::<MONT>(m, &a[body..], &b[body..], &mut out[body..]);
 }
 
-/// `acc = acc + a·b mod q`, same output as `scalar::mul_acc`.
-pub(crate) fn mul_acc(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+/// `acc = acc + a·b mod q` (with `MONT`, the Montgomery product), same output
+/// as `scalar::mul_acc`.
+pub(crate) fn mul_acc<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
     debug_assert!(a.len() == b.len() && a.len() == acc.len());
     let k = MulConsts::new(m);
     let body = a.len() / 4 * 4;
     let lanes = a.chunks_exact(4).zip(b.chunks_exact(4));
     for (c, (x, y)) in acc.chunks_exact_mut(4).zip(lanes) {
-        let p = mul_lanes(load(x), load(y), k);
+        let p = mul_lanes::<MONT>(load(x), load(y), k);
         store(c, csub(i32x4_add(load(c), p), k.q));
     }
-    scalar::mul_acc(m, &a[body..], &b[body..], &mut acc[body..]);
+    scalar::mul_acc::<MONT>(m, &a[body..], &b[body..], &mut acc[body..]);
 }
 
 /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, bit-identical to

@@ -4,7 +4,7 @@ use super::ciphertext::Ciphertext;
 use super::keys::{PublicKey, SecretKey};
 use super::params::Params;
 use super::plaintext::Plaintext;
-use super::poly::{Coeff, Ntt, RnsPoly};
+use super::poly::{Coeff, Ntt, NttMont, RnsPoly};
 use super::rng::Prng;
 use super::sample;
 use crate::error::BfvError;
@@ -57,7 +57,7 @@ fn encrypt_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng, pt: Option<&Plaintex
     // of the secret (its first `limbs` limbs are read in place).
     let mut c0 = e.into_ntt(plans);
     c0.neg_assign(plans);
-    c0.mul_acc(&a, &sk.s, plans);
+    c0.mul_acc_mont(&a, &sk.s, plans);
     c0.neg_assign(plans);
     ZeroSk { c0, c1: a, seed }
 }
@@ -121,11 +121,12 @@ impl SecretKey {
         let mut x = ct.polys()[0].clone();
         // `s` has a limb for every prime of Q·P; the products read the first
         // `limbs` of them.
-        x.mul_acc(&ct.polys()[1], &self.s, plans);
+        x.mul_acc_mont(&ct.polys()[1], &self.s, plans);
         if let Some(c2) = ct.polys().get(2) {
-            let mut s2 = RnsPoly::zero(n, limbs);
-            s2.mul_from(&self.s, &self.s, plans);
-            x.mul_acc(c2, &s2, plans);
+            // s·2^32 times s·2^32 times 2^-32: s² in Montgomery form.
+            let mut s2 = RnsPoly::<NttMont>::zero(n, limbs);
+            s2.mul_from_mont(&self.s, &self.s, plans);
+            x.mul_acc_mont(c2, &s2, plans);
             zeroize::Zeroize::zeroize(&mut s2);
         }
         Ok(x.into_coeff(plans))
@@ -225,7 +226,7 @@ fn encrypt_pk(
 /// transforms.
 pub(crate) struct PkEncryptionParts {
     pub coeff: [RnsPoly<Coeff>; 2],
-    u: RnsPoly<Ntt>,
+    u: RnsPoly<NttMont>,
 }
 
 impl PkEncryptionParts {
@@ -236,7 +237,7 @@ impl PkEncryptionParts {
         let n = params.degree();
         let mut small = vec![0i8; n];
         sample::fill_ternary(rng, &mut small);
-        let u = RnsPoly::from_small(&small, plans).into_ntt(plans);
+        let u = RnsPoly::ternary_to_ntt_mont(&small, plans);
         zeroize::Zeroize::zeroize(&mut small);
         let mut e1 = error_poly(rng, plans, n);
         add_scaled_message(params, pt, &mut e1);
@@ -256,8 +257,13 @@ impl PkEncryptionParts {
 }
 
 /// `c0 += p0·u`, `c1 += p1·u` (NTT form, at the level of `u`).
-fn add_key_terms(pk: &PublicKey, u: &RnsPoly<Ntt>, c0: &mut RnsPoly<Ntt>, c1: &mut RnsPoly<Ntt>) {
+fn add_key_terms(
+    pk: &PublicKey,
+    u: &RnsPoly<NttMont>,
+    c0: &mut RnsPoly<Ntt>,
+    c1: &mut RnsPoly<Ntt>,
+) {
     let plans = &pk.params.plans_q()[..u.limbs()];
-    c0.mul_acc(&pk.p0, u, plans);
-    c1.mul_acc(&pk.p1, u, plans);
+    c0.mul_acc_mont(&pk.p0, u, plans);
+    c1.mul_acc_mont(&pk.p1, u, plans);
 }

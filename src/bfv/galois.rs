@@ -7,7 +7,7 @@ use zeroize::Zeroize;
 use super::keys::SecretKey;
 use super::keyswitch::KswKey;
 use super::params::Params;
-use super::poly::{Ntt, RnsPoly};
+use super::poly::{NttMont, RnsPoly};
 use super::rng::Prng;
 use crate::error::BfvError;
 use crate::ntt::bit_reverse;
@@ -35,8 +35,9 @@ impl RelinKey {
     pub fn new_with(sk: &SecretKey, rng: &mut Prng) -> Self {
         let params = sk.params();
         let plans = params.plans_qp();
-        let mut s2 = RnsPoly::<Ntt>::zero(params.degree(), plans.len());
-        s2.mul_from(&sk.s, &sk.s, plans);
+        // s² in Montgomery form, as the key-switching key takes it.
+        let mut s2 = RnsPoly::<NttMont>::zero(params.degree(), plans.len());
+        s2.mul_from_mont(&sk.s, &sk.s, plans);
         let ksw = KswKey::generate(sk, &s2, rng);
         s2.zeroize();
         RelinKey {
@@ -128,7 +129,8 @@ impl GaloisKeys {
                 continue;
             }
             let perm = ntt_permutation(n, g);
-            let mut sg = RnsPoly::<Ntt>::zero(n, plans.len());
+            // s(X^g) in Montgomery form (a permutation of s's evaluations).
+            let mut sg = RnsPoly::<NttMont>::zero(n, plans.len());
             for j in 0..plans.len() {
                 let src = sk.s.limb(j);
                 for (d, &p) in sg.limb_mut(j).iter_mut().zip(&perm) {

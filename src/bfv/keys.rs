@@ -3,7 +3,7 @@
 use zeroize::{Zeroize, ZeroizeOnDrop};
 
 use super::params::Params;
-use super::poly::{Ntt, RnsPoly};
+use super::poly::{Ntt, NttMont, RnsPoly};
 use super::rng::Prng;
 use super::sample;
 use crate::error::BfvError;
@@ -13,8 +13,9 @@ use crate::error::BfvError;
 /// Zeroized on drop; `Debug` prints no part of it.
 pub struct SecretKey {
     pub(crate) params: Params,
-    /// s in NTT form over q_0..q_{L-1}, P.
-    pub(crate) s: RnsPoly<Ntt>,
+    /// s in NTT form over q_0..q_{L-1}, P, in Montgomery form: every
+    /// product with it is one Montgomery multiplication.
+    pub(crate) s: RnsPoly<NttMont>,
     /// s as signed coefficients in {-1, 0, 1}.
     pub(crate) coeffs: Vec<i8>,
 }
@@ -54,10 +55,7 @@ impl SecretKey {
     }
 
     pub(crate) fn from_coeffs(params: &Params, coeffs: Vec<i8>) -> Self {
-        let mut wide: Vec<i64> = coeffs.iter().map(|&c| c as i64).collect();
-        let s =
-            super::poly::RnsPoly::from_small(&wide, params.plans_qp()).into_ntt(params.plans_qp());
-        wide.zeroize();
+        let s = RnsPoly::ternary_to_ntt_mont(&coeffs, params.plans_qp());
         SecretKey {
             params: params.clone(),
             s,

@@ -17,7 +17,7 @@ use super::encrypt::{error_poly, expand_uniform};
 use super::keys::SecretKey;
 use super::mul::with_arena;
 use super::params::Params;
-use super::poly::{Coeff, Ntt, RnsPoly};
+use super::poly::{Coeff, Ntt, NttMont, RnsPoly};
 use super::rng::Prng;
 use crate::ntt::NttPlan;
 
@@ -32,7 +32,7 @@ pub(crate) struct KswKey {
 
 impl KswKey {
     /// A key that switches from the secret `w` (NTT form over Q·P) to `sk`.
-    pub(crate) fn generate(sk: &SecretKey, w: &RnsPoly<Ntt>, rng: &mut Prng) -> Self {
+    pub(crate) fn generate(sk: &SecretKey, w: &RnsPoly<NttMont>, rng: &mut Prng) -> Self {
         let params = &sk.params;
         let plans = params.plans_qp();
         let n = params.degree();
@@ -46,12 +46,13 @@ impl KswKey {
             let a = expand_uniform(seed, plans, n);
             let mut b = error_poly(rng, plans, n).into_ntt(plans);
             let mut as_ = RnsPoly::<Ntt>::zero(n, l + 1);
-            as_.mul_from(&a, &sk.s, plans);
+            as_.mul_from_mont(&a, &sk.s, plans);
             b.sub_assign(&as_, plans);
             // + P·w on limb i only.
             let m = plans[i].modulus();
-            let pw = m.shoup(m.reduce_u32(p));
-            let wi: Vec<u32> = w.limb(i).iter().map(|&x| m.mul_shoup(x, pw)).collect();
+            // w is in Montgomery form: w·2^32 · P · 2^-32 = P·w.
+            let pm = m.reduce_u32(p);
+            let wi: Vec<u32> = w.limb(i).iter().map(|&x| m.mont_mul(x, pm)).collect();
             for (x, y) in b.limb_mut(i).iter_mut().zip(wi) {
                 *x = m.add(*x, y);
             }

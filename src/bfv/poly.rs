@@ -3,8 +3,10 @@
 //! A `RnsPoly<D>` holds `limbs` residue vectors of length `n`, limb-major: limb
 //! `i` is the polynomial reduced mod the `i`-th prime of whatever basis it was
 //! made for (`Params::plans_q` or `Params::plans_qp`). `D` is [`Coeff`]
-//! (coefficients) or [`Ntt`] (bit-reversed evaluations); mixing them is a type
-//! error, and conversions go through [`RnsPoly::into_ntt`] / [`RnsPoly::into_coeff`].
+//! (coefficients), [`Ntt`] (bit-reversed evaluations) or [`NttMont`]
+//! (evaluations times `2^32`, the Montgomery form of an operand that many
+//! products share, such as the secret key); mixing them is a type error, and
+//! conversions go through [`RnsPoly::into_ntt`] / [`RnsPoly::into_coeff`].
 
 use std::marker::PhantomData;
 
@@ -18,6 +20,26 @@ pub struct Coeff;
 /// NTT (evaluation) domain marker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ntt;
+/// NTT domain in Montgomery form: each residue is `x·2^32 mod q` for the
+/// evaluation `x`. A product with such an operand is one Montgomery
+/// multiplication ([`crate::Backend::mul_mont`]) and gives the plain
+/// product, so operands used in many products (the secret key, the
+/// ephemeral `u` of a public-key encryption) are kept in this form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NttMont;
+
+/// The evaluation domains ([`Ntt`], [`NttMont`]): a product by an
+/// [`NttMont`] operand keeps the other operand's domain
+/// (`x · y·2^32 · 2^-32 = x·y`).
+pub trait Evaluations: sealed::Sealed {}
+impl Evaluations for Ntt {}
+impl Evaluations for NttMont {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Ntt {}
+    impl Sealed for super::NttMont {}
+}
 
 /// A polynomial in RNS form, in domain `D`.
 ///
@@ -234,6 +256,36 @@ impl RnsPoly<Coeff> {
         p
     }
 
+    /// The evaluations of ternary coefficients (each -1, 0 or 1) in
+    /// Montgomery form: the coefficients are lifted as `c·2^32 mod q`, and
+    /// the transform is linear, so this costs no more than
+    /// `from_small(..).into_ntt(..)`.
+    ///
+    /// # Panics
+    /// If a coefficient is not ternary.
+    pub fn ternary_to_ntt_mont(coeffs: &[i8], plans: &[NttPlan]) -> RnsPoly<NttMont> {
+        assert!(
+            coeffs.iter().all(|c| (-1..=1).contains(c)),
+            "ternary_to_ntt_mont: a coefficient is not -1, 0 or 1"
+        );
+        let n = coeffs.len();
+        let mut p = Self::zero(n, plans.len());
+        for (i, plan) in plans.iter().enumerate() {
+            let m = plan.modulus();
+            let plus = m.reduce_u32(m.r());
+            let minus = m.neg(plus);
+            // Branch-free (the coefficients are secret, and random signs
+            // would defeat a branch predictor anyway).
+            for (x, &c) in p.limb_mut(i).iter_mut().zip(coeffs) {
+                let pos = 0u32.wrapping_sub((c > 0) as u32);
+                let neg = 0u32.wrapping_sub((c < 0) as u32);
+                *x = (plus & pos) | (minus & neg);
+            }
+            plan.forward(p.limb_mut(i));
+        }
+        RnsPoly::from_raw(std::mem::take(&mut p.data), n)
+    }
+
     /// Forward NTT of every limb.
     pub fn into_ntt(mut self, plans: &[NttPlan]) -> RnsPoly<Ntt> {
         for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
@@ -280,7 +332,32 @@ impl RnsPoly<Ntt> {
             plan.multiply_accumulate(a.limb(i), b.limb(i), &mut self.data[i * n..(i + 1) * n]);
         }
     }
+}
 
+impl<D: Evaluations> RnsPoly<D> {
+    /// `self = a · b` pointwise, for `b` in Montgomery form (the result is in
+    /// `a`'s domain). Reads the first `self.limbs()` limbs of `a` and `b`.
+    pub fn mul_from_mont(&mut self, a: &Self, b: &RnsPoly<NttMont>, plans: &[NttPlan]) {
+        let n = self.n;
+        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
+            let out = &mut self.data[i * n..(i + 1) * n];
+            plan.backend()
+                .mul_mont(plan.modulus(), a.limb(i), b.limb(i), out);
+        }
+    }
+
+    /// `self += a · b` pointwise, for `b` in Montgomery form.
+    pub fn mul_acc_mont(&mut self, a: &Self, b: &RnsPoly<NttMont>, plans: &[NttPlan]) {
+        let n = self.n;
+        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
+            let acc = &mut self.data[i * n..(i + 1) * n];
+            plan.backend()
+                .mul_acc_mont(plan.modulus(), a.limb(i), b.limb(i), acc);
+        }
+    }
+}
+
+impl RnsPoly<Ntt> {
     /// `self = self · b` pointwise.
     pub fn mul_assign(&mut self, b: &Self, plans: &[NttPlan]) {
         let n = self.n;

@@ -43,6 +43,18 @@ suite_test! {
                     for (k, w) in want.iter().enumerate() {
                         assert_eq!(*w as u64, a[k] as u64 * b[k] as u64 % q as u64);
                     }
+                    // The Montgomery products: a·b·2^-32 mod q, so b = b'·2^32
+                    // gives a·b'.
+                    let mut want_mont = vec![0; len];
+                    Backend::scalar().mul_mont(&m, a, b, &mut want_mont);
+                    let mut want_acc_mont = acc0.clone();
+                    Backend::scalar().mul_acc_mont(&m, a, b, &mut want_acc_mont);
+                    let r_inv = m.inv(m.r()) as u64;
+                    for k in 0..len {
+                        let exact = a[k] as u64 * b[k] as u64 % q as u64 * r_inv % q as u64;
+                        assert_eq!(want_mont[k] as u64, exact, "scalar mul_mont q={q}");
+                        assert_eq!(want_acc_mont[k] as u64, (acc0[k] as u64 + exact) % q as u64);
+                    }
                     for bk in backends() {
                         let mut got = vec![0; len];
                         bk.mul(&m, a, b, &mut got);
@@ -57,6 +69,12 @@ suite_test! {
                         let mut acc = acc0.clone();
                         bk.mul_acc(&m, a, b, &mut acc);
                         assert_eq!(acc, want_acc, "mul_acc len={len} q={q} {bk:?}");
+                        let mut got = vec![0; len];
+                        bk.mul_mont(&m, a, b, &mut got);
+                        assert_eq!(got, want_mont, "mul_mont len={len} q={q} {bk:?}");
+                        let mut acc = acc0.clone();
+                        bk.mul_acc_mont(&m, a, b, &mut acc);
+                        assert_eq!(acc, want_acc_mont, "mul_acc_mont len={len} q={q} {bk:?}");
                     }
                 }
             }
