@@ -59,6 +59,22 @@ fn matching(c: &mut Criterion) {
                 .unwrap()
         })
     });
+    // What the server does for a user with a relinearization key: verify,
+    // then the compact reply (the bytes it sends).
+    g.bench_function("verify_compact", |b| {
+        b.iter(|| {
+            let reply = verifier
+                .verify_prepared_with(
+                    black_box(&prepared),
+                    black_box(&probe),
+                    &pk,
+                    Some(&rk),
+                    &mut rng,
+                )
+                .unwrap();
+            verifier.compact(&reply).unwrap()
+        })
+    });
     g.bench_function("verify_unprepared", |b| {
         b.iter(|| {
             verifier
@@ -84,6 +100,10 @@ fn matching(c: &mut Criterion) {
     });
     g.bench_function("client_decrypt_scores", |b| {
         b.iter(|| client::decrypt_scores(&sk, &q, black_box(&reply), 32).unwrap())
+    });
+    let compact = verifier.compact(&reply).unwrap();
+    g.bench_function("client_decrypt_score_reply", |b| {
+        b.iter(|| client::decrypt_score_reply(&sk, &q, black_box(&compact), 32).unwrap())
     });
 
     // A gallery of 100 000 templates under a service key.

@@ -41,9 +41,16 @@ rows = []  # (area, op, ours_us, peer, peer_us)
 # Our matching benchmark -> the SEAL figure it is compared with.
 MATCHING_PEERS = [
     ("verify", "multiply_relin"),
+    ("verify_compact", "multiply_relin"),
     ("verify_unprepared", "multiply_relin"),
     ("verify_no_relin", "multiply"),
     ("identify_scores_1core", "identify_scores_1core"),
+    # The key holder's side: quantize + pack + encrypt a probe, and reading
+    # the scores of a reply (ciphertext or compact form), next to SEAL's
+    # encrypt and decrypt of one ciphertext.
+    ("client_encrypt_probe", "encrypt_secret"),
+    ("client_decrypt_scores", "decrypt"),
+    ("client_decrypt_score_reply", "decrypt"),
 ]
 butterflies = []
 for n in (2048, 4096, 8192):

@@ -156,6 +156,10 @@ pub enum FormatError {
         value: u32,
         modulus: u32,
     },
+    /// A compact score reply whose dimension or score count does not fit
+    /// the parameters.
+    #[error("score reply for dimension {dim} with {count} scores does not fit the parameters")]
+    ReplyShape { dim: u16, count: u16 },
     /// A plaintext coefficient that is not below t.
     #[error("plaintext coefficient {value} at index {index} is not below t = {t}")]
     CoefficientOutOfRange { index: usize, value: u32, t: u32 },
@@ -202,7 +206,18 @@ pub enum MatchError {
     /// A ciphertext whose uniform part is zero (anyone could read it).
     #[error("transparent ciphertext refused")]
     TransparentCiphertext,
+    /// Only a relinearized (size-2) reply has a compact form.
+    #[error(
+        "a reply of size {size} has no compact form: relinearize it (upload a relinearization key)"
+    )]
+    ReplyNotRelinearized { size: usize },
+    /// A compact reply made for another embedding dimension.
+    #[error("the reply is for embeddings of dimension {found}, not {expected}")]
+    ReplyDimension { expected: usize, found: usize },
     /// An error of the BFV layer.
     #[error(transparent)]
     Bfv(#[from] BfvError),
+    /// Bytes that are not a valid reply.
+    #[error(transparent)]
+    Format(#[from] FormatError),
 }

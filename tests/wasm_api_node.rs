@@ -251,6 +251,23 @@ fn matching_scores_equal_integer_inner_products() {
         assert_eq!(all.len(), 32);
         assert_eq!(&all[..5], &want[..]);
     }
+    // Relinearized, the reply is the compact kind (7): 16 + 4 + 4·32 + 4·4096
+    // bytes, against a size-3 ciphertext without the key.
+    let compact = ok(v.verify(
+        &tmpl.clone().into(),
+        &probe.clone().into(),
+        &keys.public_key().into(),
+        &ok(keys.relin_key()).into(),
+    ))
+    .to_vec();
+    assert_eq!((compact.len(), compact[6]), (16 + 4 + 128 + 4 * 4096, 7));
+    // Read for another dimension: an error that says so, and the keys work on.
+    fails(
+        keys.decrypt_scores(&u8s(&compact), None, Some(64.0)),
+        &["Keys.decryptScores", "dimension 128, not 64"],
+    );
+    let (s, _) = read_scores(&ok(keys.decrypt_scores(&u8s(&compact), Some(5.0), None)));
+    assert_eq!(s, want);
     // A key restored from its bytes reads the same replies.
     let restored = ok(JsKeys::from_secret_key(
         &p,

@@ -5,11 +5,12 @@
 //! the wire). In 1:N mode the operator's service key encrypts gallery
 //! templates with its public key.
 
-use crate::bfv::{Ciphertext, Prng, PublicKey, SecretKey};
+use crate::bfv::{Ciphertext, ObjectKind, Prng, PublicKey, SecretKey};
 use crate::error::MatchError;
 
 use super::pack::{pack_probe, pack_templates, read_scores};
 use super::quantize::Quantizer;
+use super::ScoreReply;
 
 /// Scores read from a decrypted reply.
 #[derive(Clone, Debug, PartialEq)]
@@ -58,7 +59,58 @@ pub fn encrypt_probe(
     Ok(sk.encrypt_with(&pt, rng)?)
 }
 
-/// Decrypts a reply and reads the first `count` scores.
+/// Decrypts a compact reply (what a server sends for a relinearized
+/// verification) and reads the first `count` scores.
+pub fn decrypt_score_reply(
+    sk: &SecretKey,
+    q: &Quantizer,
+    reply: &ScoreReply,
+    count: usize,
+) -> Result<Scores, MatchError> {
+    if reply.dim() != q.dim() {
+        return Err(MatchError::ReplyDimension {
+            expected: q.dim(),
+            found: reply.dim(),
+        });
+    }
+    let t = sk.params().plaintext_modulus() as i64;
+    let scores: Vec<i64> = reply
+        .decrypt(sk)?
+        .into_iter()
+        .take(count)
+        .map(|v| {
+            let v = v as i64;
+            if v > t / 2 {
+                v - t
+            } else {
+                v
+            }
+        })
+        .collect();
+    let cosines = scores.iter().map(|&s| q.cosine(s)).collect();
+    Ok(Scores { scores, cosines })
+}
+
+/// Decrypts a reply as it came over the wire, compact ([`ScoreReply`]) or a
+/// ciphertext (a size-3 reply, from a user without a relinearization key),
+/// and reads the first `count` scores.
+pub fn decrypt_reply_bytes(
+    sk: &SecretKey,
+    q: &Quantizer,
+    bytes: &[u8],
+    count: usize,
+) -> Result<Scores, MatchError> {
+    let params = sk.params();
+    if ObjectKind::of(bytes) == Ok(ObjectKind::ScoreReply) {
+        let reply = ScoreReply::from_bytes(params, bytes)?;
+        decrypt_score_reply(sk, q, &reply, count)
+    } else {
+        let ct = Ciphertext::from_bytes(params, bytes)?;
+        decrypt_scores(sk, q, &ct, count)
+    }
+}
+
+/// Decrypts a reply ciphertext and reads the first `count` scores.
 pub fn decrypt_scores(
     sk: &SecretKey,
     q: &Quantizer,

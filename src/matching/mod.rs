@@ -4,7 +4,8 @@
 //! * [`Quantizer`]: embeddings to integers whose inner products never wrap.
 //! * [`pack`]: the coefficient layout (no rotations, no Galois keys).
 //! * [`client`]: the key holder's side (encrypt templates and probes, read scores).
-//! * [`Verifier`]: 1:1 on the server, with response hygiene.
+//! * [`Verifier`]: 1:1 on the server, with response hygiene; [`ScoreReply`]:
+//!   its reply in compact form.
 //! * [`Identifier`] and [`Gallery`]: 1:N against a service-key gallery.
 
 pub mod accuracy;
@@ -12,9 +13,11 @@ pub mod client;
 mod identify;
 pub mod pack;
 mod quantize;
+mod reply;
 mod verify;
 
 pub use client::Scores;
 pub use identify::{Gallery, Identifier, Match};
 pub use quantize::{max_scale, Quantizer, DIMENSIONS};
+pub use reply::ScoreReply;
 pub use verify::Verifier;

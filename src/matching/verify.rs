@@ -19,6 +19,7 @@ use crate::bfv::{
 use crate::error::MatchError;
 
 use super::pack::is_score_position;
+use super::ScoreReply;
 
 /// Server-side 1:1 verification for one parameter set and dimension.
 #[derive(Clone, Debug)]
@@ -41,6 +42,12 @@ impl Verifier {
             dim,
             reply_limbs: params.limbs().saturating_sub(1).max(1),
         })
+    }
+
+    /// The compact form of a relinearized reply ([`ScoreReply`]): what a
+    /// server sends, about a quarter of the ciphertext's bytes.
+    pub fn compact(&self, reply: &Ciphertext) -> Result<ScoreReply, MatchError> {
+        ScoreReply::from_ciphertext(reply, self.dim)
     }
 
     /// The number of ciphertext primes of a reply.

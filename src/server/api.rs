@@ -768,7 +768,11 @@ async fn verify(
                         duration_us: start.elapsed().as_micros() as u64,
                     })
                     .map_err(audit_error)?;
-                let bytes = reply.to_bytes();
+                // Relinearized, the reply goes out in its compact form.
+                let bytes = match loaded.rk {
+                    Some(_) => verifier.compact(&reply)?.to_bytes(),
+                    None => reply.to_bytes(),
+                };
                 let total = start.elapsed().as_micros() as u64;
                 Ok((
                     bytes,

@@ -218,8 +218,7 @@ impl JsKeys {
             Some(c) => uint_in(C, "count", c, max as u64)? as usize,
         };
         let b = bytes_in(C, "reply", reply)?;
-        let ct = Ciphertext::from_bytes(&self.params, &b).map_err(|e| err(C, e))?;
-        let s = client::decrypt_scores(&self.sk, &q, &ct, count).map_err(|e| err(C, e))?;
+        let s = client::decrypt_reply_bytes(&self.sk, &q, &b, count).map_err(|e| err(C, e))?;
         scores_out(C, &s.scores, &s.cosines)
     }
 }
@@ -320,7 +319,8 @@ impl JsVerifier {
     }
 
     /// The reply for a stored template and a login probe, under the user's
-    /// public key (and relinearization key, if given). All inputs are wire
+    /// public key (and relinearization key, if given: the reply is then in
+    /// its compact form, about a quarter of the bytes). All inputs are wire
     /// bytes from the client and are checked as untrusted.
     pub fn verify(
         &self,
@@ -351,6 +351,15 @@ impl JsVerifier {
             .inner
             .verify(&t, &pr, &pk, rk.as_ref())
             .map_err(|e| err(C, e))?;
-        Ok(bytes_out(&reply.to_bytes()))
+        // Relinearized, the reply goes out in its compact form.
+        let bytes = match rk {
+            Some(_) => self
+                .inner
+                .compact(&reply)
+                .map_err(|e| err(C, e))?
+                .to_bytes(),
+            None => reply.to_bytes(),
+        };
+        Ok(bytes_out(&bytes))
     }
 }

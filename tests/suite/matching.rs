@@ -4,9 +4,9 @@
 use super::oracle::Rng;
 use blindmatch::bfv::{CoefficientEncoder, Params, Prng, PublicKey, RelinKey, SecretKey};
 use blindmatch::matching::{
-    client, max_scale, pack, Gallery, Identifier, Quantizer, Verifier, DIMENSIONS,
+    client, max_scale, pack, Gallery, Identifier, Quantizer, ScoreReply, Verifier, DIMENSIONS,
 };
-use blindmatch::MatchError;
+use blindmatch::{FormatError, MatchError};
 
 fn seeded(tag: u8) -> Prng {
     Prng::from_seed([tag; 32])
@@ -160,6 +160,22 @@ suite_test! {
                 }
                 let budget = sk.noise_budget(&reply).unwrap();
                 worst_budget = worst_budget.min(budget);
+                // The compact form (what the server sends for a relinearized
+                // reply) decrypts to the same exact scores, through its bytes.
+                if relin.is_some() {
+                    let compact = verifier.compact(&reply).unwrap();
+                    let bytes = compact.to_bytes();
+                    assert_eq!(bytes.len(), 16 + 4 + 4 * 32 + 4 * n);
+                    let back = ScoreReply::from_bytes(&params, &bytes).unwrap();
+                    assert_eq!(back, compact);
+                    let got = client::decrypt_score_reply(&sk, &q, &back, 32).unwrap();
+                    assert_eq!(got.scores, want, "compact, round {round}");
+                } else {
+                    assert!(matches!(
+                        verifier.compact(&reply),
+                        Err(MatchError::ReplyNotRelinearized { size: 3 })
+                    ));
+                }
                 // Hygiene: every non-score coefficient is masked. Unmasked, the
                 // product's non-score coefficients are partial sums, mostly
                 // small; masked, they are uniform mod t.
@@ -176,6 +192,64 @@ suite_test! {
         }
         eprintln!("verify circuit, worst noise budget over {rounds} rounds: {worst_budget:.1} bits (reply over 2 primes)");
         assert!(worst_budget > 10.0, "margin {worst_budget}");
+    }
+
+    fn compact_replies_refuse_bad_bytes_and_other_dimensions() {
+        let params = Params::auth4096();
+        let n = params.degree();
+        let mut prng = seeded(9);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let rk = RelinKey::new_with(&sk, &mut prng);
+        let q = Quantizer::new(&params, 64).unwrap();
+        let verifier = Verifier::new(&params, 64).unwrap();
+        let mut rng = Rng::new(3);
+        let e = embedding(&mut rng, 64);
+        let template = client::encrypt_templates(&sk, &q, &[&e], &mut prng).unwrap();
+        let probe = client::encrypt_probe(&sk, &q, &e, &mut prng).unwrap();
+        let reply = verifier.verify_with(&template, &probe, &pk, Some(&rk), &mut prng).unwrap();
+        let compact = verifier.compact(&reply).unwrap();
+        assert_eq!((compact.dim(), compact.len()), (64, n / 64));
+        let bytes = compact.to_bytes();
+        let qe = q.quantize(&e).unwrap();
+        let got = client::decrypt_score_reply(&sk, &q, &compact, 1).unwrap();
+        assert_eq!(got.scores, vec![dot(&qe, &qe)]);
+        // Read with the wrong dimension: a typed error.
+        let q128 = Quantizer::new(&params, 128).unwrap();
+        assert!(matches!(
+            client::decrypt_score_reply(&sk, &q128, &compact, 1),
+            Err(MatchError::ReplyDimension { expected: 128, found: 64 })
+        ));
+        // Truncated, extended, another kind, a bad shape: typed errors.
+        for cut in [0, 10, 16, 19, bytes.len() - 1] {
+            assert!(ScoreReply::from_bytes(&params, &bytes[..cut]).is_err(), "cut {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(matches!(
+            ScoreReply::from_bytes(&params, &longer),
+            Err(FormatError::TrailingBytes { .. })
+        ));
+        assert!(matches!(
+            ScoreReply::from_bytes(&params, &reply.to_bytes()),
+            Err(FormatError::WrongKind { expected: 7, found: 6 })
+        ));
+        for (dim, count) in [(100u16, 40u16), (64, 63), (128, 64), (0, 0), (8192, 0)] {
+            let mut b = bytes.clone();
+            b[16..18].copy_from_slice(&dim.to_le_bytes());
+            b[18..20].copy_from_slice(&count.to_le_bytes());
+            assert!(matches!(
+                ScoreReply::from_bytes(&params, &b),
+                Err(FormatError::ReplyShape { .. })
+            ), "dim {dim} count {count}");
+        }
+        // A reply for other parameters (the header's parameter id).
+        let mut b = bytes.clone();
+        b[8] ^= 1;
+        assert!(matches!(
+            ScoreReply::from_bytes(&params, &b),
+            Err(FormatError::ParamsMismatch { .. })
+        ));
     }
 
     fn verify_refuses_transparent_and_foreign_ciphertexts() {

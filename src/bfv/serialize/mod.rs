@@ -46,6 +46,8 @@ pub enum ObjectKind {
     Plaintext = 5,
     /// [`Ciphertext`](super::Ciphertext).
     Ciphertext = 6,
+    /// [`ScoreReply`](crate::matching::ScoreReply).
+    ScoreReply = 7,
 }
 
 impl ObjectKind {
@@ -58,6 +60,7 @@ impl ObjectKind {
             4 => Self::GaloisKeys,
             5 => Self::Plaintext,
             6 => Self::Ciphertext,
+            7 => Self::ScoreReply,
             _ => return None,
         })
     }

@@ -1,0 +1,306 @@
+//! The compact form of a 1:1 reply: exactly what the key holder needs to
+//! read the scores.
+//!
+//! A relinearized reply `(c0, c1)` decrypts at a score position `j` as
+//! `round(t/Q · (c0 + c1·s)_j)`. Only `c0` at the score positions and all of
+//! `c1` take part, and both can be scaled from `Q` down to `2^32` (a modulus
+//! switch to a power of two): `c' = round(2^32/Q · c) mod 2^32`. Then
+//! `c0' + c1'·s = 2^32/Q · (c0 + c1·s) + E (mod 2^32)`, where the scaling
+//! errors add up to `|E| <= 1.25 · (1 + ‖s‖₁) <= 1.25 · (n + 1)`, which for
+//! n = 4096 is below 2^13, and the key holder reads
+//! `round(t · (c0' + c1'·s) / 2^32) mod t`. The scaling moves that quotient
+//! by at most `t·|E| / 2^32 < 0.08` for t = 65537, so a reply that decrypts
+//! with more than about 1.3 bits of noise budget decrypts the same from its
+//! compact form; docs/PARAMETERS.md has the figures. For `auth4096` at d =
+//! 128 the reply is 16,532 bytes instead of 59,408.
+//!
+//! Nothing else of the ciphertext is sent: the non-score coefficients of `c0`
+//! (already masked) are simply left out, so the key holder has no way to
+//! decrypt anything but the scores.
+
+use crate::arith::{Modulus, ShoupConstant};
+use crate::bfv::{Ciphertext, Params, SecretKey};
+use crate::error::MatchError;
+use zeroize::Zeroize;
+
+use super::pack::{score_position, templates_per_ciphertext};
+
+/// A 1:1 reply in compact form: `c0` at the score positions and `c1`, both
+/// scaled to residues mod 2^32. See the module documentation.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ScoreReply {
+    pub(crate) params: Params,
+    pub(crate) dim: usize,
+    /// `c0` at `score_position(dim, k)` for every k, mod 2^32.
+    pub(crate) c0: Vec<u32>,
+    /// All n coefficients of `c1`, mod 2^32.
+    pub(crate) c1: Vec<u32>,
+}
+
+impl std::fmt::Debug for ScoreReply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ScoreReply {{ params: {}, dim: {}, scores: {} }}",
+            self.params.id_hex(),
+            self.dim,
+            self.c0.len()
+        )
+    }
+}
+
+/// `round(2^32 · x / Q) mod 2^32` from the residues of `x` mod the primes of
+/// `Q`: with `y_i = [x_i · (Q/q_i)^-1]_{q_i}`, `x/Q = Σ y_i/q_i (mod 1)`, and
+/// `y_i · floor(2^64/q_i)` in wrapping 64-bit arithmetic is `2^64 · y_i/q_i`
+/// mod 2^64 less an error below `y_i < 2^30`; the top 32 bits of the
+/// rounded sum are the result, within 1.25 of the exact quotient for up to
+/// three primes.
+struct ToPowerOfTwo {
+    moduli: Vec<Modulus>,
+    inv_hat: Vec<ShoupConstant>,
+    weight: Vec<u64>,
+}
+
+impl ToPowerOfTwo {
+    fn new(moduli: Vec<Modulus>) -> Self {
+        let inv_hat = moduli
+            .iter()
+            .enumerate()
+            .map(|(i, m)| {
+                let hat = moduli
+                    .iter()
+                    .enumerate()
+                    .filter(|&(j, _)| j != i)
+                    .fold(1, |acc, (_, o)| m.mul(acc, m.reduce_u32(o.value())));
+                m.shoup(m.inv(hat))
+            })
+            .collect();
+        let weight = moduli.iter().map(|m| u64::MAX / m.value() as u64).collect();
+        Self {
+            moduli,
+            inv_hat,
+            weight,
+        }
+    }
+
+    /// The scaled values of `x` at `positions`, `rows` holding one limb of
+    /// residues per prime.
+    fn scale(&self, rows: &[&[u32]], positions: impl Iterator<Item = usize>) -> Vec<u32> {
+        positions
+            .map(|j| {
+                let mut sum = 0u64;
+                for (((m, &c), &w), row) in self
+                    .moduli
+                    .iter()
+                    .zip(&self.inv_hat)
+                    .zip(&self.weight)
+                    .zip(rows)
+                {
+                    let y = m.mul_shoup(row[j], c) as u64;
+                    sum = sum.wrapping_add(y.wrapping_mul(w));
+                }
+                (sum.wrapping_add(1 << 31) >> 32) as u32
+            })
+            .collect()
+    }
+}
+
+/// `Σ (z_i & nz_i) ^ ng_i` mod 2^32, eight lanes at a time (the compiler
+/// turns the lanes into vector registers).
+fn masked_sum(nz: &[u32], ng: &[u32], z: &[u32]) -> u32 {
+    const L: usize = 8;
+    let mut acc = [0u32; L];
+    let lanes = nz
+        .chunks_exact(L)
+        .zip(ng.chunks_exact(L))
+        .zip(z.chunks_exact(L));
+    for ((a, b), c) in lanes {
+        for l in 0..L {
+            acc[l] = acc[l].wrapping_add((c[l] & a[l]) ^ b[l]);
+        }
+    }
+    let whole = nz.len() / L * L;
+    let tail = nz[whole..].iter().zip(&ng[whole..]).zip(&z[whole..]);
+    let sum = tail.fold(0u32, |s, ((&a, &b), &c)| s.wrapping_add((c & a) ^ b));
+    acc.iter().fold(sum, |s, &x| s.wrapping_add(x))
+}
+
+impl ScoreReply {
+    /// The compact form of a verification reply for embeddings of dimension
+    /// `dim`. The reply must be relinearized (size 2); a size-3 product
+    /// stays a ciphertext, as `c2·s²` would need far more than 32 bits.
+    pub fn from_ciphertext(ct: &Ciphertext, dim: usize) -> Result<Self, MatchError> {
+        let params = ct.params();
+        super::quantize::Quantizer::new(params, dim)?;
+        if ct.size() != 2 {
+            return Err(MatchError::ReplyNotRelinearized { size: ct.size() });
+        }
+        let n = params.degree();
+        let plans = &params.plans_q()[..ct.limbs()];
+        let scale = ToPowerOfTwo::new(plans.iter().map(|p| *p.modulus()).collect());
+        let [c0, c1] = [0, 1].map(|i| ct.polys[i].clone().into_coeff(plans));
+        let refs0: Vec<&[u32]> = (0..c0.limbs()).map(|i| c0.limb(i)).collect();
+        let refs1: Vec<&[u32]> = (0..c1.limbs()).map(|i| c1.limb(i)).collect();
+        let per = templates_per_ciphertext(params, dim);
+        Ok(Self {
+            params: params.clone(),
+            dim,
+            c0: scale.scale(&refs0, (0..per).map(|k| score_position(dim, k))),
+            c1: scale.scale(&refs1, 0..n),
+        })
+    }
+
+    /// The parameters of the reply.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// The embedding dimension the reply was made for.
+    pub fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// The number of scores (n / dim).
+    pub fn len(&self) -> usize {
+        self.c0.len()
+    }
+
+    /// Whether the reply has no scores (never, for a reply that parsed).
+    pub fn is_empty(&self) -> bool {
+        self.c0.is_empty()
+    }
+
+    /// The key holder's step: every score in `[0, t)`, in template order.
+    pub fn decrypt(&self, sk: &SecretKey) -> Result<Vec<u32>, MatchError> {
+        self.params.check(sk.params())?;
+        let n = self.params.degree();
+        let t = self.params.plaintext_modulus() as u64;
+        // (c1·s)_j = Σ_i s_i · c(j - i), with c(k) = -c1[k + n] for k < 0
+        // (negacyclic): over z[k] = c(k - (n - 1)) and s reversed, it is a
+        // dot product of s with the window z[j .. j + n].
+        let mut z = Vec::with_capacity(2 * n - 1);
+        z.extend(self.c1[1..].iter().map(|&c| c.wrapping_neg()));
+        z.extend_from_slice(&self.c1);
+        // s reversed, as masks: all ones where s_i != 0 (`nz`) and where
+        // s_i = -1 (`ng`). Then s_i · z = ((z & nz) ^ ng) + (1 if s_i = -1):
+        // two bit operations per term, which vectorize without a multiply.
+        let mut nz: Vec<u32> = sk
+            .coeffs
+            .iter()
+            .rev()
+            .map(|&c| 0u32.wrapping_sub((c != 0) as u32))
+            .collect();
+        let mut ng: Vec<u32> = sk
+            .coeffs
+            .iter()
+            .rev()
+            .map(|&c| 0u32.wrapping_sub((c < 0) as u32))
+            .collect();
+        let negatives = ng.iter().fold(0u32, |a, &m| a.wrapping_add(m & 1));
+        let out = self
+            .c0
+            .iter()
+            .enumerate()
+            .map(|(k, &c0)| {
+                let j = score_position(self.dim, k);
+                let dot = masked_sum(&nz, &ng, &z[j..j + n]).wrapping_add(negatives);
+                let v = c0.wrapping_add(dot) as u64;
+                (((v * t + (1 << 31)) >> 32) % t) as u32
+            })
+            .collect();
+        nz.zeroize();
+        ng.zeroize();
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfv::{Prng, PublicKey, RelinKey};
+    use crate::matching::{client, Quantizer, Verifier};
+
+    /// Against exact integers: CRT to x < Q in u128, then
+    /// `got · Q - 2^32 · x` taken mod `2^32 · Q` is within 1.25 · Q.
+    #[test]
+    fn scaling_to_two_to_the_32_is_within_its_bound() {
+        let params = Params::auth4096();
+        let primes: Vec<Modulus> = params.plans_q().iter().map(|p| *p.modulus()).collect();
+        let mut rng = Prng::from_seed([4; 32]);
+        for l in 1..=primes.len() {
+            let moduli = primes[..l].to_vec();
+            let big_q: u128 = moduli.iter().map(|m| m.value() as u128).product();
+            let scale = ToPowerOfTwo::new(moduli.clone());
+            let mut worst = 0f64;
+            for case in 0..20_000u32 {
+                // Random x, plus the edges 0, 1, Q - 1 and values near Q/2.
+                let x: u128 = match case {
+                    0 => 0,
+                    1 => 1,
+                    2 => big_q - 1,
+                    3 => big_q / 2,
+                    4 => big_q / 2 + 1,
+                    _ => ((rng.next_u64() as u128) << 64 | rng.next_u64() as u128) % big_q,
+                };
+                let rows: Vec<Vec<u32>> = moduli
+                    .iter()
+                    .map(|m| vec![(x % m.value() as u128) as u32])
+                    .collect();
+                let refs: Vec<&[u32]> = rows.iter().map(|r| r.as_slice()).collect();
+                let got = scale.scale(&refs, 0..1)[0] as u128;
+                let m = big_q << 32;
+                let diff = (got * big_q + m - (x << 32) % m) % m;
+                let err = if diff > m / 2 { m - diff } else { diff };
+                let rel = err as f64 / big_q as f64;
+                worst = worst.max(rel);
+                assert!(rel <= 1.25, "{l} primes, x = {x}: off by {rel}");
+            }
+            assert!(
+                worst >= 0.25,
+                "{l} primes: the edges were not reached ({worst})"
+            );
+        }
+    }
+
+    /// The largest possible ‖s‖₁ (every coefficient ±1) with maximum-norm
+    /// templates and probes: the compact reply still decrypts exactly.
+    #[test]
+    fn worst_case_secret_decrypts_exactly() {
+        let params = Params::auth4096();
+        let n = params.degree();
+        let coeffs: Vec<i8> = (0..n).map(|i| if i % 3 == 0 { -1 } else { 1 }).collect();
+        let sk = SecretKey::from_coeffs(&params, coeffs);
+        let mut rng = Prng::from_seed([6; 32]);
+        let pk = PublicKey::new_with(&sk, &mut rng);
+        let rk = RelinKey::new_with(&sk, &mut rng);
+        let d = 128;
+        let q = Quantizer::new(&params, d).unwrap();
+        let v = Verifier::new(&params, d).unwrap();
+        // Flat vectors of alternating sign: every quantized component at the
+        // largest magnitude the norm bound allows.
+        let flat: Vec<f32> = (0..d)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let neg: Vec<f32> = flat.iter().map(|x| -x).collect();
+        let embs: Vec<&[f32]> = (0..32)
+            .map(|k| if k % 2 == 0 { &flat[..] } else { &neg[..] })
+            .collect();
+        let template = client::encrypt_templates(&sk, &q, &embs, &mut rng).unwrap();
+        let probe = client::encrypt_probe(&sk, &q, &flat, &mut rng).unwrap();
+        let reply = v
+            .verify_with(&template, &probe, &pk, Some(&rk), &mut rng)
+            .unwrap();
+        let got = client::decrypt_score_reply(&sk, &q, &v.compact(&reply).unwrap(), 32).unwrap();
+        let fq = q.quantize(&flat).unwrap();
+        let norm2: i64 = fq.iter().map(|&x| x as i64 * x as i64).sum();
+        let want: Vec<i64> = (0..32)
+            .map(|k| if k % 2 == 0 { norm2 } else { -norm2 })
+            .collect();
+        assert_eq!(got.scores, want);
+        // And the same as the full ciphertext decrypts to.
+        assert_eq!(
+            client::decrypt_scores(&sk, &q, &reply, 32).unwrap().scores,
+            want
+        );
+    }
+}
