@@ -36,10 +36,12 @@ impl RelinKey {
         let params = sk.params();
         let plans = params.plans_qp();
         // s² in Montgomery form, as the key-switching key takes it.
+        let mut s = sk.s_qp();
         let mut s2 = RnsPoly::<NttMont>::zero(params.degree(), plans.len());
-        s2.mul_from_mont(&sk.s, &sk.s, plans);
-        let ksw = KswKey::generate(sk, &s2, rng);
+        s2.mul_from_mont(&s, &s, plans);
+        let ksw = KswKey::generate(params, &s, &s2, rng);
         s2.zeroize();
+        s.zeroize();
         RelinKey {
             params: params.clone(),
             ksw,
@@ -124,6 +126,7 @@ impl GaloisKeys {
         let n = params.degree();
         let plans = params.plans_qp();
         let mut keys = BTreeMap::new();
+        let mut s = sk.s_qp();
         for &g in elements {
             if g == 1 || keys.contains_key(&g) {
                 continue;
@@ -132,14 +135,15 @@ impl GaloisKeys {
             // s(X^g) in Montgomery form (a permutation of s's evaluations).
             let mut sg = RnsPoly::<NttMont>::zero(n, plans.len());
             for j in 0..plans.len() {
-                let src = sk.s.limb(j);
+                let src = s.limb(j);
                 for (d, &p) in sg.limb_mut(j).iter_mut().zip(&perm) {
                     *d = src[p as usize];
                 }
             }
-            keys.insert(g, KswKey::generate(sk, &sg, rng));
+            keys.insert(g, KswKey::generate(params, &s, &sg, rng));
             sg.zeroize();
         }
+        s.zeroize();
         GaloisKeys {
             params: params.clone(),
             keys,

@@ -13,8 +13,9 @@ use crate::error::BfvError;
 /// Zeroized on drop; `Debug` prints no part of it.
 pub struct SecretKey {
     pub(crate) params: Params,
-    /// s in NTT form over q_0..q_{L-1}, P, in Montgomery form: every
-    /// product with it is one Montgomery multiplication.
+    /// s in NTT form over q_0..q_{L-1}, in Montgomery form: every product
+    /// with it is one Montgomery multiplication. Its limb mod P, needed only
+    /// to make key-switching keys, is computed then ([`SecretKey::s_qp`]).
     pub(crate) s: RnsPoly<NttMont>,
     /// s as signed coefficients in {-1, 0, 1}.
     pub(crate) coeffs: Vec<i8>,
@@ -55,7 +56,7 @@ impl SecretKey {
     }
 
     pub(crate) fn from_coeffs(params: &Params, coeffs: Vec<i8>) -> Self {
-        let s = RnsPoly::ternary_to_ntt_mont(&coeffs, params.plans_qp());
+        let s = RnsPoly::ternary_to_ntt_mont(&coeffs, params.plans_q());
         SecretKey {
             params: params.clone(),
             s,
@@ -66,6 +67,19 @@ impl SecretKey {
     /// The parameters this key belongs to.
     pub fn params(&self) -> &Params {
         &self.params
+    }
+
+    /// s over Q·P (NTT and Montgomery form), for key-switching keys: the
+    /// kept limbs plus one transform for P. The caller zeroizes it.
+    pub(crate) fn s_qp(&self) -> RnsPoly<NttMont> {
+        let plans = self.params.plans_qp();
+        let (n, l) = (self.params.degree(), self.params.limbs());
+        let mut p_limb = RnsPoly::ternary_to_ntt_mont(&self.coeffs, &plans[l..]);
+        let mut out = RnsPoly::<NttMont>::zero(n, l + 1);
+        out.as_mut_slice()[..l * n].copy_from_slice(self.s.as_slice());
+        out.limb_mut(l).copy_from_slice(p_limb.limb(0));
+        p_limb.zeroize();
+        out
     }
 }
 

@@ -14,7 +14,6 @@ use std::borrow::Borrow;
 use zeroize::Zeroize;
 
 use super::encrypt::{error_poly, expand_uniform};
-use super::keys::SecretKey;
 use super::mul::with_arena;
 use super::params::Params;
 use super::poly::{Coeff, Ntt, NttMont, RnsPoly};
@@ -32,8 +31,12 @@ pub(crate) struct KswKey {
 
 impl KswKey {
     /// A key that switches from the secret `w` (NTT form over Q·P) to `sk`.
-    pub(crate) fn generate(sk: &SecretKey, w: &RnsPoly<NttMont>, rng: &mut Prng) -> Self {
-        let params = &sk.params;
+    pub(crate) fn generate(
+        params: &Params,
+        s: &RnsPoly<NttMont>,
+        w: &RnsPoly<NttMont>,
+        rng: &mut Prng,
+    ) -> Self {
         let plans = params.plans_qp();
         let n = params.degree();
         let l = params.limbs();
@@ -46,7 +49,7 @@ impl KswKey {
             let a = expand_uniform(seed, plans, n);
             let mut b = error_poly(rng, plans, n).into_ntt(plans);
             let mut as_ = RnsPoly::<Ntt>::zero(n, l + 1);
-            as_.mul_from_mont(&a, &sk.s, plans);
+            as_.mul_from_mont(&a, s, plans);
             b.sub_assign(&as_, plans);
             // + P·w on limb i only.
             let m = plans[i].modulus();
