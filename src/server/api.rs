@@ -537,24 +537,37 @@ async fn request_log(req: Request, next: Next) -> Response {
     let id = NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed);
     let span = tracing::info_span!("req", id, method = %req.method(), path = %req.uri().path());
     let start = Instant::now();
-    let mut resp = next.run(req).instrument(span.clone()).await;
-    let us = start.elapsed().as_micros() as u64;
+    let resp = next.run(req).instrument(span.clone()).await;
     let code = resp.extensions().get::<ErrorCode>().map(|c| c.0);
     let status = resp.status().as_u16();
-    span.in_scope(|| match (code, resp.extensions().get::<VerifyTimes>()) {
-        (Some(code), _) => tracing::info!(status, code, us, "done"),
-        (None, Some(t)) => tracing::info!(
-            status,
-            us,
-            count = t.count,
-            queue_us = t.queue_us,
-            parse_us = t.parse_us,
-            match_us = t.match_us,
-            audit_us = t.audit_us,
-            db_us = t.db_us,
-            "done"
-        ),
-        (None, None) => tracing::info!(status, us, "done"),
+    let times = resp.extensions().get::<VerifyTimes>().copied();
+    // The line is written once the reply body has been handed to the
+    // connection (or dropped unsent), so `us` spans the whole request on the
+    // server: reading the body, the work, and sending the reply.
+    let log = move |sent: bool| {
+        let us = start.elapsed().as_micros() as u64;
+        span.in_scope(|| match (code, times) {
+            (Some(code), _) => tracing::info!(status, code, us, sent, "done"),
+            (None, Some(t)) => tracing::info!(
+                status,
+                us,
+                sent,
+                count = t.count,
+                queue_us = t.queue_us,
+                parse_us = t.parse_us,
+                match_us = t.match_us,
+                audit_us = t.audit_us,
+                db_us = t.db_us,
+                "done"
+            ),
+            (None, None) => tracing::info!(status, us, sent, "done"),
+        })
+    };
+    let mut resp = resp.map(|body| {
+        Body::new(LoggedBody {
+            inner: body,
+            on_end: Some(log),
+        })
     });
     let h = resp.headers_mut();
     h.insert("x-request-id", HeaderValue::from(id));
@@ -571,6 +584,48 @@ async fn request_log(req: Request, next: Next) -> Response {
         HeaderValue::from_static("no-referrer"),
     );
     resp
+}
+
+/// A response body that calls `on_end(true)` once its last frame has been
+/// taken (or `on_end(false)` if it is dropped before that, for example when
+/// the client goes away).
+struct LoggedBody<F: FnOnce(bool)> {
+    inner: Body,
+    on_end: Option<F>,
+}
+
+impl<F: FnOnce(bool) + Unpin> axum::body::HttpBody for LoggedBody<F> {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, std::task::Poll::Ready(None)) || self.inner.is_end_stream() {
+            if let Some(f) = self.on_end.take() {
+                f(true);
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl<F: FnOnce(bool)> Drop for LoggedBody<F> {
+    fn drop(&mut self) {
+        if let Some(f) = self.on_end.take() {
+            f(axum::body::HttpBody::is_end_stream(&self.inner));
+        }
+    }
 }
 
 async fn method_not_allowed(req: Request) -> ApiError {
