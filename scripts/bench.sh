@@ -40,7 +40,7 @@ cargo bench --bench ntt --bench bfv --bench matching -- "${CRIT_ARGS[@]}" 2>&1 |
 echo "== server: blindmatch-server bench (1:1 and 1:N throughput, one core and all cores) =="
 cargo build --quiet --release --features server --bin blindmatch-server
 if [ "$QUICK" = 1 ]; then GALLERY=32768; else GALLERY=1000000; fi
-SERVER_ROWS="$(target/release/blindmatch-server bench --verifications 60 --gallery "$GALLERY" 2>/dev/null)"
+SERVER_ROWS="$(target/release/blindmatch-server bench --verifications 300 --gallery "$GALLERY" 2>/dev/null)"
 echo "$SERVER_ROWS"
 
 # Verify over HTTP: full runs only (a release build of the server tests).

@@ -331,6 +331,7 @@ fn bench(args: &BenchArgs) -> Result<(), String> {
     let mut rng = Prng::from_os().map_err(|e| e.to_string())?;
     let sk = SecretKey::generate_with(&params, &mut rng);
     let pk = PublicKey::new_with(&sk, &mut rng);
+    let rk = crate::bfv::RelinKey::new_with(&sk, &mut rng);
     let q = Quantizer::new(&params, dim).map_err(err)?;
     let verifier = Verifier::new(&params, dim).map_err(err)?;
     let embs: Vec<Vec<f32>> = (0..32).map(|_| unit_embedding(&mut rng, dim)).collect();
@@ -351,31 +352,32 @@ fn bench(args: &BenchArgs) -> Result<(), String> {
             .num_threads(threads)
             .build()
             .map_err(|e| e.to_string())?;
+        // What `serve` does for a cached user with a relinearization key:
+        // verify, then the compact reply's bytes.
+        let one = || {
+            let reply = verifier.verify_prepared(&template, &probe, &pk, Some(&rk))?;
+            Ok::<_, crate::error::MatchError>(verifier.compact(&reply)?.to_bytes().len())
+        };
         // Warm-up (allocator, caches), untimed.
-        pool.install(|| {
-            verifier
-                .verify_prepared(&template, &probe, &pk, None)
-                .map(drop)
-        })
-        .map_err(err)?;
-        let start = Instant::now();
-        let ok = pool.install(|| {
-            use rayon::prelude::*;
-            (0..n)
-                .into_par_iter()
-                .map(|_| {
-                    verifier
-                        .verify_prepared(&template, &probe, &pk, None)
-                        .map(drop)
-                })
-                .collect::<Result<Vec<()>, _>>()
-        });
-        ok.map_err(err)?;
-        let s = start.elapsed().as_secs_f64();
+        pool.install(one).map_err(err)?;
+        // Best of three passes: a short pass on a shared machine is noisy.
+        let mut best = f64::INFINITY;
+        for _ in 0..3 {
+            let start = Instant::now();
+            let ok = pool.install(|| {
+                use rayon::prelude::*;
+                (0..n)
+                    .into_par_iter()
+                    .map(|_| one())
+                    .collect::<Result<Vec<usize>, _>>()
+            });
+            ok.map_err(err)?;
+            best = best.min(start.elapsed().as_secs_f64());
+        }
         println!(
-            "verify_1to1\tthreads={threads}\t{:.1} verifications/s\t{:.2} ms each",
-            n as f64 / s,
-            s * 1e3 * threads as f64 / n as f64
+            "verify_1to1\tthreads={threads}\t{:.1} verifications/s\t{:.2} ms each (relinearized, compact reply; best of 3)",
+            n as f64 / best,
+            best * 1e3 * threads as f64 / n as f64
         );
         if threads == all {
             break;
