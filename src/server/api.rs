@@ -4,7 +4,8 @@
 //! the runtime's I/O: a verification computes on its own thread after handing
 //! the I/O duties to another ([`AppState::compute_here`]), other parsing and
 //! 1:N matching go to the rayon pool ([`AppState::compute`]), store calls to
-//! tokio's blocking pool and the audit log to its writer thread.
+//! tokio's blocking pool; a verification's audit row is committed by its own
+//! thread when the store is free, else by the audit writer thread.
 
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -83,7 +84,7 @@ pub struct AppState {
     pub dim: usize,
     pub verifier: Verifier,
     pub store: Arc<Store>,
-    /// Group-committed audit log.
+    /// The audit log (see [`AuditLog::record`]).
     pub audit: AuditLog,
     /// Parsed keys and templates of recent users.
     pub cache: UserCache,
@@ -811,24 +812,26 @@ async fn verify(
                     &loaded.pk,
                     loaded.rk.as_ref(),
                 )?;
-                // The verification is done: its audit row goes to the writer
-                // thread now and is committed while the reply is serialized.
-                // The handler waits for that commit before it replies.
-                let ack = state
-                    .audit
-                    .submit(AuditRow {
-                        user: audit_user,
-                        ts: super::store::now_millis(),
-                        outcome: "ok",
-                        duration_us: start.elapsed().as_micros() as u64,
-                    })
-                    .map_err(audit_error)?;
                 // Relinearized, the reply goes out in its compact form.
                 let bytes = match loaded.rk {
                     Some(_) => verifier.compact(&reply)?.to_bytes(),
                     None => reply.to_bytes(),
                 };
                 let total = start.elapsed().as_micros() as u64;
+                // The audit row: committed here when the store is free (no
+                // hand-off to another thread), else by the writer thread;
+                // the handler waits for the commit before it replies. Its
+                // time is storage time, not part of `match`.
+                let t_audit = Instant::now();
+                let ack = state
+                    .audit
+                    .record(AuditRow {
+                        user: audit_user,
+                        ts: super::store::now_millis(),
+                        outcome: "ok",
+                        duration_us: total,
+                    })
+                    .map_err(audit_error)?;
                 Ok((
                     bytes,
                     loaded,
@@ -838,7 +841,8 @@ async fn verify(
                         parse_us,
                         match_us: total - parse_us,
                         audit_us: 0,
-                        db_us: 0,
+                        // A commit made here is storage time on the path.
+                        db_us: t_audit.elapsed().as_micros() as u64,
                         count: 0,
                     },
                 ))
@@ -850,12 +854,12 @@ async fn verify(
     if let Some(stamp) = stamp {
         st.cache.insert(&user, stamp, loaded);
     }
-    // Usually committed already (the commit overlaps the serialization);
-    // what is left of it is storage time on this request's path.
+    // Committed already when the matching thread committed it; otherwise
+    // the writer thread's commit is storage time on this request's path.
     let t_wait = Instant::now();
     let committed = ack.committed().await.map_err(audit_error)?;
     db_us += t_wait.elapsed().as_micros() as u64;
-    t.db_us = db_us;
+    t.db_us += db_us;
     t.audit_us = committed.latency.as_micros() as u64;
     let ms = |us: u64| us as f64 / 1000.0;
     let timing = format!(
@@ -935,11 +939,11 @@ struct VerifyTimes {
     parse_us: u64,
     /// `Verifier::verify` and serializing the reply.
     match_us: u64,
-    /// The audit row, from its hand-over to the writer thread to its
-    /// commit (overlaps the serialization).
+    /// The audit row, from its submission to its commit.
     audit_us: u64,
-    /// Store reads, and the wait for the audit commit once the reply was
-    /// ready: storage time on the request's path.
+    /// Store reads and the audit commit (made on the matching thread, or
+    /// waited for from the writer thread): storage time on the request's
+    /// path.
     db_us: u64,
     /// Scores in the reply.
     count: u32,

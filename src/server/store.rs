@@ -122,18 +122,17 @@ pub struct AuditRow {
     pub duration_us: u64,
 }
 
-/// Group commit for the audit log: rows from concurrent verifications are
-/// written by one thread, as many per transaction as are waiting, and each
-/// caller is answered once its row is committed (so a verification's audit
-/// row is durable before its reply is sent, with one commit per batch rather
-/// than per request).
-///
-/// [`AuditLog::submit`] does not wait: a matching thread hands its row over
-/// as soon as the verification is computed and serializes the reply while
-/// the row is being committed; the handler then awaits the returned
-/// [`AuditAck`] before it replies.
+/// The audit log's writes. [`AuditLog::record`] commits a row on the calling
+/// (matching) thread when the store is free at that moment, which is the
+/// usual case and costs no thread hand-off; when another thread holds the
+/// store, the row goes to a writer thread instead, which commits all the
+/// rows waiting together in one transaction (group commit), so that under
+/// load the commits do not queue on the store one by one. Either way the
+/// caller gets an [`AuditAck`] that resolves once the row is committed, and
+/// the handler awaits it before it replies.
 pub struct AuditLog {
     tx: std::sync::mpsc::Sender<Pending>,
+    store: std::sync::Arc<Store>,
 }
 
 /// A row waiting for the writer thread, with its caller's answer channel.
@@ -178,6 +177,7 @@ impl AuditLog {
     /// Starts the writer thread over `store`.
     pub fn start(store: std::sync::Arc<Store>) -> std::io::Result<Self> {
         let (tx, rx) = std::sync::mpsc::channel::<Pending>();
+        let writer_store = store.clone();
         std::thread::Builder::new()
             .name("audit".into())
             .spawn(move || {
@@ -190,7 +190,7 @@ impl AuditLog {
                         }
                     }
                     let rows: Vec<&AuditRow> = batch.iter().map(|p| &p.row).collect();
-                    match store.audit_many(&rows) {
+                    match writer_store.audit_many(&rows) {
                         Ok(written) => {
                             for (p, written) in batch.into_iter().zip(written) {
                                 let latency = p.submitted.elapsed();
@@ -206,7 +206,29 @@ impl AuditLog {
                     }
                 }
             })?;
-        Ok(Self { tx })
+        Ok(Self { tx, store })
+    }
+
+    /// Commits `row` here if the store is free, else hands it to the writer
+    /// thread (see [`AuditLog`]); the returned [`AuditAck`] resolves once the
+    /// row is committed (at once, in the first case).
+    pub fn record(&self, row: AuditRow) -> Result<AuditAck, String> {
+        let submitted = Instant::now();
+        match self.store.try_audit(&row) {
+            None => self.submit(row),
+            Some(result) => {
+                let (reply, rx) = tokio::sync::oneshot::channel();
+                let _ = reply.send(
+                    result
+                        .map(|written| Committed {
+                            written,
+                            latency: submitted.elapsed(),
+                        })
+                        .map_err(|e| e.to_string()),
+                );
+                Ok(AuditAck(rx))
+            }
+        }
     }
 
     /// Hands a row to the writer thread without waiting (callable from any
@@ -415,12 +437,26 @@ impl Store {
     /// `FULL` commit (any enrollment) flushes them too. Writes that a client
     /// asked for (keys, templates, deletions, galleries) stay `FULL`.
     pub fn audit_many(&self, rows: &[&AuditRow]) -> Result<Vec<bool>, StoreError> {
-        self.with(|c| {
-            c.execute_batch("PRAGMA synchronous=NORMAL")?;
-            let out = Self::audit_rows(c, rows);
-            c.execute_batch("PRAGMA synchronous=FULL")?;
-            out
-        })
+        self.with(|c| Self::audit_normal(c, rows))
+    }
+
+    /// [`Store::audit_many`] for one row, if no other thread holds the
+    /// connection at this moment (`None` otherwise: the caller does not
+    /// wait for it).
+    pub fn try_audit(&self, row: &AuditRow) -> Option<Result<bool, StoreError>> {
+        let mut conn = match self.conn.try_lock() {
+            Ok(c) => c,
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+            Err(std::sync::TryLockError::Poisoned(_)) => return Some(Err(StoreError::Poisoned)),
+        };
+        Some(Self::audit_normal(&mut conn, &[row]).map(|w| w[0]))
+    }
+
+    fn audit_normal(c: &mut Connection, rows: &[&AuditRow]) -> Result<Vec<bool>, StoreError> {
+        c.execute_batch("PRAGMA synchronous=NORMAL")?;
+        let out = Self::audit_rows(c, rows);
+        c.execute_batch("PRAGMA synchronous=FULL")?;
+        out
     }
 
     fn audit_rows(c: &mut Connection, rows: &[&AuditRow]) -> Result<Vec<bool>, StoreError> {
@@ -534,5 +570,55 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         tx.execute_batch(MIGRATIONS[version as usize])?;
         tx.execute("UPDATE schema_version SET version = ?1", [version + 1])?;
         tx.commit()?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(user: &str) -> AuditRow {
+        AuditRow {
+            user: user.into(),
+            ts: now_millis(),
+            outcome: "ok",
+            duration_us: 1,
+        }
+    }
+
+    /// Both ways of committing an audit row: on the caller's thread when the
+    /// store is free, through the writer thread when it is held; either way
+    /// the row is there once its acknowledgement resolves.
+    #[test]
+    fn audit_rows_commit_here_or_on_the_writer_thread() {
+        let dir = std::env::temp_dir().join(format!("blindmatch-audit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = std::sync::Arc::new(Store::open(&dir.join("t.db")).unwrap());
+        store.put_keys("ann", "00", b"pk", None).unwrap();
+        let log = AuditLog::start(store.clone()).unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let count = || store.user_info("ann").unwrap().unwrap().verifications;
+
+        // Free store: committed before `record` returns.
+        let ack = log.record(row("ann")).unwrap();
+        assert_eq!(count(), 1);
+        assert!(rt.block_on(ack.committed()).unwrap().written);
+
+        // Held store: handed to the writer thread, committed once released.
+        let held = store.conn.lock().unwrap();
+        let ack = log.record(row("ann")).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        drop(held);
+        assert!(rt.block_on(ack.committed()).unwrap().written);
+        assert_eq!(count(), 2);
+
+        // A row for a user who no longer exists is not written.
+        let ack = log.record(row("bob")).unwrap();
+        assert!(!rt.block_on(ack.committed()).unwrap().written);
+        assert_eq!(count(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
