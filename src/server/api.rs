@@ -537,6 +537,10 @@ static NEXT_REQUEST_ID: AtomicU64 = AtomicU64::new(1);
 async fn request_log(req: Request, next: Next) -> Response {
     let id = NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed);
     let span = tracing::info_span!("req", id, method = %req.method(), path = %req.uri().path());
+    let conn = req
+        .extensions()
+        .get::<axum::extract::ConnectInfo<super::conn::ConnInfo>>()
+        .map(|c| c.0 .0.clone());
     let start = Instant::now();
     let resp = next.run(req).instrument(span.clone()).await;
     let code = resp.extensions().get::<ErrorCode>().map(|c| c.0);
@@ -547,6 +551,11 @@ async fn request_log(req: Request, next: Next) -> Response {
     // server: reading the body, the work, and sending the reply.
     let log = move |sent: bool| {
         let us = start.elapsed().as_micros() as u64;
+        if let (true, Some(conn)) = (sent, &conn) {
+            // The connection writes the request's `sent` line (with
+            // `wire_us`) once the reply's last byte is written.
+            conn.reply_handed_over(id);
+        }
         span.in_scope(|| match (code, times) {
             (Some(code), _) => tracing::info!(status, code, us, sent, "done"),
             (None, Some(t)) => tracing::info!(

@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod cache;
+pub mod conn;
 pub mod gallery;
 pub mod store;
 
@@ -215,14 +216,10 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         let _ = writeln!(out, "blindmatch-server listening on http://{addr}/");
         let _ = out.flush();
     }
-    // Replies go out as soon as they are written: no Nagle delay behind a
-    // reply's last segment.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp: &mut tokio::net::TcpStream| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "TCP_NODELAY");
-        }
-    });
-    axum::serve(listener, api::router(state))
+    // Connections with TCP_NODELAY whose exchanges are timed on the wire
+    // (each request's `sent` log line).
+    let app = api::router(state).into_make_service_with_connect_info::<conn::ConnInfo>();
+    axum::serve(conn::TimedListener(listener), app)
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|e| format!("server: {e}"))?;
