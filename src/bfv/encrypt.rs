@@ -35,37 +35,6 @@ pub(crate) fn error_poly(rng: &mut Prng, plans: &[NttPlan], n: usize) -> RnsPoly
     RnsPoly::from_small(&small, plans)
 }
 
-/// A fresh error plus `Δ·pt` (Δ of the level of `plans`): per limb, the
-/// message's multiples from the backend's `lincomb`, then the error added
-/// on top. The same values, and the same draws from `rng`, as
-/// [`error_poly`] followed by [`add_scaled_message`], in fewer passes.
-fn error_plus_message(
-    rng: &mut Prng,
-    params: &Params,
-    pt: &Plaintext,
-    plans: &[NttPlan],
-    n: usize,
-) -> RnsPoly<Coeff> {
-    let mut small = vec![0i8; n];
-    sample::fill_cbd(rng, &mut small);
-    let limbs = plans.len();
-    let mut x = RnsPoly::zero(n, limbs);
-    for (i, plan) in plans.iter().enumerate() {
-        let m = plan.modulus();
-        let delta = [m.shoup(params.level(limbs).delta[i])];
-        plan.backend()
-            .lincomb(m, &[pt.coeffs()], &delta, x.limb_mut(i));
-        // |e| < q: a negative e gets q added through its sign mask.
-        let q = m.value() as i32;
-        for (v, &e) in x.limb_mut(i).iter_mut().zip(&small) {
-            let e = e as i32;
-            *v = m.add(*v, (e + (q & (e >> 31))) as u32);
-        }
-    }
-    zeroize::Zeroize::zeroize(&mut small);
-    x
-}
-
 pub(crate) fn encrypt_zero_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng) -> ZeroSk {
     encrypt_sk(sk, limbs, rng, None)
 }
@@ -80,10 +49,10 @@ fn encrypt_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng, pt: Option<&Plaintex
     let n = params.degree();
     let seed = rng.seed();
     let a = expand_uniform(seed, plans, n);
-    let e = match pt {
-        Some(pt) => error_plus_message(rng, params, pt, plans, n),
-        None => error_poly(rng, plans, n),
-    };
+    let mut e = error_poly(rng, plans, n);
+    if let Some(pt) = pt {
+        add_scaled_message(params, pt, &mut e);
+    }
     // c0 = e - a·s, as -((-e) + a·s): no temporary polynomial and no copy
     // of the secret (its first `limbs` limbs are read in place).
     let mut c0 = e.into_ntt(plans);
@@ -270,7 +239,8 @@ impl PkEncryptionParts {
         sample::fill_ternary(rng, &mut small);
         let u = RnsPoly::ternary_to_ntt_mont(&small, plans);
         zeroize::Zeroize::zeroize(&mut small);
-        let e1 = error_plus_message(rng, params, pt, plans, n);
+        let mut e1 = error_poly(rng, plans, n);
+        add_scaled_message(params, pt, &mut e1);
         let e2 = error_poly(rng, plans, n);
         PkEncryptionParts { coeff: [e1, e2], u }
     }
@@ -296,28 +266,4 @@ fn add_key_terms(
     let plans = &pk.params.plans_q()[..u.limbs()];
     c0.mul_acc_mont(&pk.p0, u, plans);
     c1.mul_acc_mont(&pk.p1, u, plans);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The fused error-plus-message equals the error, then the message
-    /// added, from the same stream, and leaves the stream at the same place.
-    #[test]
-    fn error_plus_message_equals_the_two_steps() {
-        let params = Params::auth4096();
-        let n = params.degree();
-        let c: Vec<u32> = (0..n as u32).map(|i| (i * 7919) % 65537).collect();
-        let pt = Plaintext::from_coeffs(&params, &c).unwrap();
-        for limbs in 1..=params.limbs() {
-            let plans = &params.plans_q()[..limbs];
-            let (mut a, mut b) = (Prng::from_seed([3; 32]), Prng::from_seed([3; 32]));
-            let mut want = error_poly(&mut a, plans, n);
-            add_scaled_message(&params, &pt, &mut want);
-            let got = error_plus_message(&mut b, &params, &pt, plans, n);
-            assert_eq!(got.as_slice(), want.as_slice(), "{limbs} limbs");
-            assert_eq!(a.next_u32(), b.next_u32(), "stream position, {limbs} limbs");
-        }
-    }
 }
