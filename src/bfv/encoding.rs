@@ -21,7 +21,8 @@ fn to_residue(v: i64, t: u32, index: usize) -> Result<u32, BfvError> {
     Ok(if v < 0 { (v + t64) as u32 } else { v as u32 })
 }
 
-fn centred(v: u32, t: u32) -> i64 {
+/// A residue mod `t` as the integer in `(-t/2, t/2]`.
+pub(crate) fn centred(v: u32, t: u32) -> i64 {
     if v > t / 2 {
         v as i64 - t as i64
     } else {

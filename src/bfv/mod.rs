@@ -20,6 +20,7 @@ mod scaling;
 mod serialize;
 
 pub use ciphertext::Ciphertext;
+pub(crate) use encoding::centred;
 pub use encoding::{BatchEncoder, CoefficientEncoder};
 pub(crate) use encrypt::PkEncryptionParts;
 pub use eval::{Evaluator, PlaintextNtt, PreparedCiphertext};

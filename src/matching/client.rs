@@ -73,19 +73,12 @@ pub fn decrypt_score_reply(
             found: reply.dim(),
         });
     }
-    let t = sk.params().plaintext_modulus() as i64;
+    let t = sk.params().plaintext_modulus();
     let scores: Vec<i64> = reply
         .decrypt(sk)?
         .into_iter()
         .take(count)
-        .map(|v| {
-            let v = v as i64;
-            if v > t / 2 {
-                v - t
-            } else {
-                v
-            }
-        })
+        .map(|v| crate::bfv::centred(v, t))
         .collect();
     let cosines = scores.iter().map(|&s| q.cosine(s)).collect();
     Ok(Scores { scores, cosines })

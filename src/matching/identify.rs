@@ -170,7 +170,7 @@ impl Identifier {
         let dim = self.quantizer.dim();
         let per = templates_per_ciphertext(&self.params, dim);
         let positions: Vec<usize> = (0..per).map(|k| score_position(dim, k)).collect();
-        let t = self.params.plaintext_modulus() as i64;
+        let t = self.params.plaintext_modulus();
         // Per-thread scratch: the product is written into the same buffers
         // for every gallery ciphertext, and only the score coefficients are
         // rounded.
@@ -180,17 +180,7 @@ impl Identifier {
             |scratch, ct| {
                 self.ev.multiply_plain_into(ct, &probe, scratch)?;
                 let raw = sk.decrypt_coefficients(scratch, &positions)?;
-                Ok::<_, MatchError>(
-                    raw.into_iter()
-                        .map(|v| {
-                            if v as i64 > t / 2 {
-                                v as i64 - t
-                            } else {
-                                v as i64
-                            }
-                        })
-                        .collect(),
-                )
+                Ok::<_, MatchError>(raw.into_iter().map(|v| crate::bfv::centred(v, t)).collect())
             },
         )?;
         let mut all: Vec<Match> = Vec::new();
