@@ -293,6 +293,24 @@ impl Backend {
 }
 
 impl Backend {
+    /// Rejection sampling's inner loop: reads `words` in order and keeps
+    /// `w >> shift` when it is below `q`, into `out`, until `out` is full or
+    /// the words run out. Returns `(words read, values written)`. Which
+    /// words are kept depends only on the words, never on the grouping.
+    pub(crate) fn take_below(
+        self,
+        words: &[u32],
+        shift: u32,
+        q: u32,
+        out: &mut [u32],
+    ) -> (usize, usize) {
+        match self.0 {
+            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            Kind::Simd128 => simd128::take_below(words, shift, q, out),
+            _ => scalar::take_below(words, shift, q, out),
+        }
+    }
+
     /// Centred binomial errors from random words, three from each pair of
     /// words (the first one low): value `j` of a pair is
     /// `popcount(21 bits) - popcount(21 bits)` from bits `42j .. 42j + 42`.

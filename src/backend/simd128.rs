@@ -369,6 +369,32 @@ pub(crate) fn lincomb(
     scalar::lincomb(m, &scalar::tails(inputs, pairs), weights, &mut out[pairs..]);
 }
 
+/// [`crate::backend::Backend::take_below`]: eight words (two vectors) at
+/// once when none of them is rejected, else one word as the scalar kernel
+/// takes it.
+pub(crate) fn take_below(words: &[u32], shift: u32, q: u32, out: &mut [u32]) -> (usize, usize) {
+    let qv = u32x4_splat(q);
+    let (mut used, mut i) = (0, 0);
+    while used + 8 <= words.len() && i + 8 <= out.len() {
+        let (w, o) = (&words[used..used + 8], &mut out[i..i + 8]);
+        let x = u32x4_shr(load(&w[..4]), shift);
+        let y = u32x4_shr(load(&w[4..]), shift);
+        if u32x4_all_true(v128_and(u32x4_lt(x, qv), u32x4_lt(y, qv))) {
+            store(&mut o[..4], x);
+            store(&mut o[4..], y);
+            i += 8;
+            used += 8;
+        } else {
+            let x = words[used] >> shift;
+            out[i] = x;
+            i += (x < q) as usize;
+            used += 1;
+        }
+    }
+    let (u, w) = scalar::take_below(&words[used..], shift, q, &mut out[i..]);
+    (used + u, i + w)
+}
+
 /// Lanes 0 and 1 of `x` (inputs below `2^31`) as `f64`s, and lanes 2 and 3.
 #[inline]
 fn to_f64_halves(x: v128) -> (v128, v128) {

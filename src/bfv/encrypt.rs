@@ -32,7 +32,36 @@ pub(crate) fn expand_uniform(seed: [u8; 32], plans: &[NttPlan], n: usize) -> Rns
 pub(crate) fn error_poly(rng: &mut Prng, plans: &[NttPlan], n: usize) -> RnsPoly<Coeff> {
     let mut small = vec![0i8; n];
     sample::fill_cbd(rng, &mut small);
-    RnsPoly::from_small(&small, plans)
+    let e = RnsPoly::from_small(&small, plans);
+    zeroize::Zeroize::zeroize(&mut small);
+    e
+}
+
+/// A fresh error plus the scaled message, `e + Δ·m`, in coefficient form
+/// over `plans` (the first primes of Q): the same values as
+/// `error_poly(..)` with [`scaled_message`] added, in two passes per limb.
+fn error_plus_message(
+    params: &Params,
+    pt: &Plaintext,
+    rng: &mut Prng,
+    plans: &[NttPlan],
+) -> RnsPoly<Coeff> {
+    let mut small = vec![0i8; params.degree()];
+    sample::fill_cbd(rng, &mut small);
+    let mut x = scaled_message(params, pt, plans.len());
+    for (i, plan) in plans.iter().enumerate() {
+        let q = plan.modulus().value() as i32;
+        for (x, &e) in x.limb_mut(i).iter_mut().zip(&small) {
+            // x < q and |e| < q < 2^30: add q if the sum is negative,
+            // subtract it if the sum is q or more (sign masks only: 32-bit
+            // lanes on any vector unit).
+            let r = *x as i32 + e as i32;
+            let r = r + (q & (r >> 31));
+            *x = (r - (q & ((q - 1 - r) >> 31))) as u32;
+        }
+    }
+    zeroize::Zeroize::zeroize(&mut small);
+    x
 }
 
 pub(crate) fn encrypt_zero_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng) -> ZeroSk {
@@ -49,10 +78,10 @@ fn encrypt_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng, pt: Option<&Plaintex
     let n = params.degree();
     let seed = rng.seed();
     let a = expand_uniform(seed, plans, n);
-    let mut e = error_poly(rng, plans, n);
-    if let Some(pt) = pt {
-        add_scaled_message(params, pt, &mut e);
-    }
+    let e = match pt {
+        Some(pt) => error_plus_message(params, pt, rng, plans),
+        None => error_poly(rng, plans, n),
+    };
     // c0 = e - a·s, as -((-e) + a·s): no temporary polynomial and no copy
     // of the secret (its first `limbs` limbs are read in place).
     let mut c0 = e.into_ntt(plans);
@@ -66,26 +95,14 @@ fn encrypt_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng, pt: Option<&Plaintex
 /// product Q_l of those primes, as a coefficient-domain poly.
 pub(crate) fn scaled_message(params: &Params, pt: &Plaintext, limbs: usize) -> RnsPoly<Coeff> {
     let mut out = RnsPoly::zero(params.degree(), limbs);
-    add_scaled_message(params, pt, &mut out);
-    out
-}
-
-/// `x += Δ·m` in each limb of `x`, with Δ of the level of `x`.
-fn add_scaled_message(params: &Params, pt: &Plaintext, x: &mut RnsPoly<Coeff>) {
-    let limbs = x.limbs();
-    let mut sum = super::poly::pool::zeroed(params.degree());
-    for i in 0..limbs {
-        let plan = &params.plans_q()[i];
+    // Δ of the ciphertext's own level: floor(Q_l/t) for its first l primes.
+    let delta = &params.level(limbs).delta;
+    for (i, plan) in params.plans_q()[..limbs].iter().enumerate() {
         let m = plan.modulus();
-        // Δ of the ciphertext's own level: floor(Q_l/t) for its first l primes.
-        let w = [m.shoup(1), m.shoup(params.level(limbs).delta[i])];
         plan.backend()
-            .lincomb(m, &[x.limb(i), pt.coeffs()], &w, &mut sum);
-        x.limb_mut(i).copy_from_slice(&sum);
+            .lincomb(m, &[pt.coeffs()], &[m.shoup(delta[i])], out.limb_mut(i));
     }
-    // It held the error plus the message: secret, like `x`.
-    zeroize::Zeroize::zeroize(&mut sum);
-    super::poly::pool::give(sum);
+    out
 }
 
 impl SecretKey {
@@ -239,8 +256,7 @@ impl PkEncryptionParts {
         sample::fill_ternary(rng, &mut small);
         let u = RnsPoly::ternary_to_ntt_mont(&small, plans);
         zeroize::Zeroize::zeroize(&mut small);
-        let mut e1 = error_poly(rng, plans, n);
-        add_scaled_message(params, pt, &mut e1);
+        let e1 = error_plus_message(params, pt, rng, plans);
         let e2 = error_poly(rng, plans, n);
         PkEncryptionParts { coeff: [e1, e2], u }
     }

@@ -74,31 +74,13 @@ pub fn uniform(rng: &mut Prng, q: u32) -> u32 {
 /// (the next one overwrites a rejected value), so there is no branch on
 /// the values.
 pub fn fill_uniform(rng: &mut Prng, q: u32, out: &mut [u32]) {
-    const RUN: usize = 8;
     let shift = q.leading_zeros();
+    let backend = rng.backend();
     let mut i = 0;
     while i < out.len() {
-        let words = rng.unread_words();
-        let mut used = 0;
-        while used < words.len() && i < out.len() {
-            // Eight draws at once when none of them is rejected (for the
-            // preset primes, all but about one run in 10^4); otherwise one
-            // draw, exactly as `uniform` takes them.
-            if used + RUN <= words.len() && i + RUN <= out.len() {
-                let x: [u32; RUN] = std::array::from_fn(|k| words[used + k] >> shift);
-                if x.iter().all(|&x| x < q) {
-                    out[i..i + RUN].copy_from_slice(&x);
-                    i += RUN;
-                    used += RUN;
-                    continue;
-                }
-            }
-            let x = words[used] >> shift;
-            out[i] = x;
-            i += (x < q) as usize;
-            used += 1;
-        }
+        let (used, written) = backend.take_below(rng.unread_words(), shift, q, &mut out[i..]);
         rng.consume(used);
+        i += written;
     }
 }
 
@@ -179,26 +161,30 @@ mod tests {
         }
     }
 
-    /// The batched uniform sampler returns what the one-at-a-time one does
-    /// and leaves the stream at the same place, including across refills
-    /// and with half of the draws rejected.
+    /// The batched uniform sampler, on every backend, returns what the
+    /// one-at-a-time one does and leaves the stream at the same place,
+    /// including across refills and with half of the draws rejected.
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     fn fill_uniform_matches_one_at_a_time() {
-        for q in [(1u32 << 28) + 3, 536_813_569, 12_289, 2] {
-            for len in [0, 1, 255, 256, 257, 4096] {
-                let (mut a, mut b) = (Prng::from_seed([8; 32]), Prng::from_seed([8; 32]));
+        for (q, backend) in [(1u32 << 28) + 3, 536_813_569, 12_289, 2]
+            .into_iter()
+            .flat_map(|q| crate::Backend::available().into_iter().map(move |b| (q, b)))
+        {
+            for len in [0, 1, 7, 8, 9, 255, 256, 257, 4096] {
+                let mut a = Prng::from_seed_with_backend([8; 32], crate::Backend::scalar());
+                let mut b = Prng::from_seed_with_backend([8; 32], backend);
                 // Start mid-buffer.
                 a.next_u32();
                 b.next_u32();
                 let want: Vec<u32> = (0..len).map(|_| uniform(&mut a, q)).collect();
                 let mut got = vec![0; len];
                 fill_uniform(&mut b, q, &mut got);
-                assert_eq!(got, want, "q {q} len {len}");
+                assert_eq!(got, want, "q {q} len {len} {backend:?}");
                 assert_eq!(
                     a.next_u32(),
                     b.next_u32(),
-                    "stream position, q {q} len {len}"
+                    "stream position, q {q} len {len} {backend:?}"
                 );
             }
         }
