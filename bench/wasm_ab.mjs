@@ -14,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const OPS = ['keygen', 'keygen_relin', 'encrypt_secret', 'encrypt_public', 'decrypt', 'multiply', 'multiply_relin'];
+const OPS = ['relinearize', 'keygen', 'keygen_relin', 'encrypt_secret', 'encrypt_public', 'decrypt', 'multiply', 'multiply_relin'];
 
 async function load(dir) {
   const url = pathToFileURL(path.join(path.resolve(dir), 'blindmatch.js'));
@@ -27,6 +27,7 @@ async function load(dir) {
   const pk = sk.publicKey();
   const rk = sk.relinKey();
   const [ca, cb] = [sk.encrypt(pa), pk.encrypt(pa)];
+  const prod = ev.multiply(ca, cb);
   return {
     keygen: () => {
       const s = bm.SecretKey.generate(params);
@@ -39,6 +40,7 @@ async function load(dir) {
     decrypt: () => sk.decrypt(ca).free(),
     multiply: () => ev.multiply(ca, cb).free(),
     multiply_relin: () => ev.multiplyRelin(ca, cb, rk).free(),
+    relinearize: () => ev.relinearize(prod, rk).free(),
   };
 }
 

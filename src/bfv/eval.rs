@@ -431,7 +431,8 @@ impl Evaluator {
         let c2 = ct.polys[2].clone().into_coeff(plans);
         let mut c0 = ct.polys[0].clone();
         let mut c1 = ct.polys[1].clone();
-        rk.ksw.apply_add(&self.params, &c2, &mut c0, &mut c1);
+        rk.ksw
+            .apply_add(&self.params, &c2, Some(&ct.polys[2]), &mut c0, &mut c1);
         Ok(Ciphertext::new(&self.params, vec![c0, c1]))
     }
 
@@ -514,8 +515,9 @@ impl Evaluator {
             out
         };
         let mut c0 = permute(&ct.polys[0]);
-        let c1 = permute(&ct.polys[1]).into_coeff(plans);
-        let (u0, u1) = key.apply(&self.params, &c1);
+        let c1_ntt = permute(&ct.polys[1]);
+        let c1 = c1_ntt.clone().into_coeff(plans);
+        let (u0, u1) = key.apply(&self.params, &c1, Some(&c1_ntt));
         c0.add_assign(&u0, plans);
         Ok(Ciphertext::new(&self.params, vec![c0, u1]))
     }

@@ -68,16 +68,19 @@ impl KswKey {
     }
 
     /// Switches `c` (coefficients over Q) to `(u0, u1)` over Q in NTT form,
-    /// with `u0 + u1·s ≈ c·w`.
+    /// with `u0 + u1·s ≈ c·w`. `c_ntt`, if given, is `c` in NTT form: each
+    /// digit's transform in its own prime is then read from it instead of
+    /// computed.
     pub(crate) fn apply(
         &self,
         params: &Params,
         c: &RnsPoly<Coeff>,
+        c_ntt: Option<&RnsPoly<Ntt>>,
     ) -> (RnsPoly<Ntt>, RnsPoly<Ntt>) {
         let (n, l) = (params.degree(), params.limbs());
         let mut u0 = RnsPoly::zero(n, l);
         let mut u1 = RnsPoly::zero(n, l);
-        self.apply_add(params, c, &mut u0, &mut u1);
+        self.apply_add(params, c, c_ntt, &mut u0, &mut u1);
         (u0, u1)
     }
 
@@ -91,6 +94,7 @@ impl KswKey {
         &self,
         params: &Params,
         c: &RnsPoly<Coeff>,
+        c_ntt: Option<&RnsPoly<Ntt>>,
         out0: &mut RnsPoly<Ntt>,
         out1: &mut RnsPoly<Ntt>,
     ) {
@@ -103,7 +107,7 @@ impl KswKey {
             let (acc0, rest) = arena.split_at_mut(len);
             let (acc1, rest) = rest.split_at_mut(len);
             let (digit, scratch) = rest.split_at_mut(n);
-            self.accumulate(params, c, &plans, acc0, acc1, digit);
+            self.accumulate(params, c, c_ntt, &plans, acc0, acc1, digit);
             for (acc, out) in [(acc0, out0), (acc1, out1)] {
                 drop_last_prime_in(&plans, acc, scratch);
                 for (j, plan) in plans.iter().enumerate().take(l) {
@@ -137,7 +141,7 @@ impl KswKey {
             let (acc0, rest) = arena.split_at_mut(len);
             let (acc1, rest) = rest.split_at_mut(len);
             let (digit, scratch) = rest.split_at_mut(n);
-            self.accumulate(params, c, &plans, acc0, acc1, digit);
+            self.accumulate(params, c, None, &plans, acc0, acc1, digit);
             let [mut d0, mut d1] = d;
             for (acc, out) in [(acc0, &mut d0), (acc1, &mut d1)] {
                 drop_last_prime_onto(&plans, acc, out.as_mut_slice(), scratch);
@@ -147,11 +151,14 @@ impl KswKey {
     }
 
     /// `acc_m = Σ_i NTT([c]_{q_i}) · k_m,i` over the level of `c` and P
-    /// (`plans`), for `m = 0, 1`. `digit` is `n` words of scratch.
+    /// (`plans`), for `m = 0, 1`; `c_ntt` as in [`Self::apply`]. `digit` is
+    /// `n` words of scratch.
+    #[allow(clippy::too_many_arguments)]
     fn accumulate(
         &self,
         params: &Params,
         c: &RnsPoly<Coeff>,
+        c_ntt: Option<&RnsPoly<Ntt>>,
         plans: &[&NttPlan],
         acc0: &mut [u32],
         acc1: &mut [u32],
@@ -165,23 +172,30 @@ impl KswKey {
         for i in 0..l {
             let src = c.limb(i);
             for (j, plan) in plans.iter().enumerate() {
-                let m = plan.modulus();
-                if j == i || m.value() > params.ciphertext_primes()[i] {
-                    digit.copy_from_slice(src);
-                } else {
-                    // Residues below q_i, reduced mod a smaller prime.
-                    plan.backend().lincomb(m, &[src], &[m.shoup(1)], digit);
+                let (m, bk) = (plan.modulus(), plan.backend());
+                // The digit (residues below q_i) mod this prime, times 2^32:
+                // its transform is then in Montgomery form (the transform
+                // is linear), and each product with a key part is one
+                // Montgomery multiplication. The factor costs one Shoup
+                // product per residue, on the pass that reduces the digit.
+                let r = [m.shoup(m.reduce_u32(m.r()))];
+                match c_ntt {
+                    // In its own prime the digit is c itself.
+                    Some(c_ntt) if j == i => bk.lincomb(m, &[c_ntt.limb(i)], &r, digit),
+                    _ => {
+                        bk.lincomb(m, &[src], &r, digit);
+                        plan.forward(digit);
+                    }
                 }
-                plan.forward(digit);
                 let r = j * n..(j + 1) * n;
                 let kj = key_limb(j);
                 let (k0, k1) = (self.k0[i].limb(kj), self.k1[i].limb(kj));
                 if i == 0 {
-                    plan.multiply_pointwise(digit, k0, &mut acc0[r.clone()]);
-                    plan.multiply_pointwise(digit, k1, &mut acc1[r]);
+                    bk.mul_mont(m, k0, digit, &mut acc0[r.clone()]);
+                    bk.mul_mont(m, k1, digit, &mut acc1[r]);
                 } else {
-                    plan.multiply_accumulate(digit, k0, &mut acc0[r.clone()]);
-                    plan.multiply_accumulate(digit, k1, &mut acc1[r]);
+                    bk.mul_acc_mont(m, k0, digit, &mut acc0[r.clone()]);
+                    bk.mul_acc_mont(m, k1, digit, &mut acc1[r]);
                 }
             }
         }
@@ -308,5 +322,28 @@ fn drop_last_prime_with<P: Borrow<NttPlan>>(
             *d = m.sub(y, *d);
         }
         bk.lincomb(m, &[lifted], &[p_inv], xj);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfv::{RelinKey, SecretKey};
+
+    /// Reading each digit's own-prime transform from `c`'s NTT form gives
+    /// the same switch, word for word, as transforming the digit.
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    fn the_ntt_form_shortcut_changes_nothing() {
+        let params = Params::auth4096();
+        let mut rng = Prng::from_seed([5; 32]);
+        let sk = SecretKey::generate_with(&params, &mut rng);
+        let rk = RelinKey::new_with(&sk, &mut rng);
+        let plans = params.plans_q();
+        let c_ntt = expand_uniform(rng.seed(), plans, params.degree());
+        let c = c_ntt.clone().into_coeff(plans);
+        let with = rk.ksw.apply(&params, &c, Some(&c_ntt));
+        let without = rk.ksw.apply(&params, &c, None);
+        assert!(with == without, "the switches differ");
     }
 }
