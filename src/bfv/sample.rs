@@ -147,7 +147,7 @@ mod tests {
     #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     fn cbd_is_the_same_on_every_backend() {
-        for len in [0, 1, 2, 3, 191, 192, 193, 4096] {
+        for len in [0, 1, 2, 3, 11, 12, 13, 191, 192, 193, 4096] {
             let mut want = vec![0i8; len];
             fill_cbd(
                 &mut Prng::from_seed_with_backend([3; 32], crate::Backend::scalar()),
