@@ -1,6 +1,7 @@
 // A/B of two builds of the package in one Node process: the same operations
 // timed in alternating rounds (30 rounds of about 60 ms each per build), so
-// both builds see the same machine state. Prints the medians and their ratio.
+// both builds see the same machine state, after half a second of warm-up
+// each. Prints the medians and their ratio.
 // This is the tool for "before and after" figures of one change in
 // bench/HISTORY.md.
 //
@@ -53,6 +54,11 @@ const builds = { A: await load(dirA), B: await load(dirB) };
 const median = (xs) => [...xs].sort((a, b) => a - b)[xs.length >> 1];
 for (const op of ops.length ? ops : OPS) {
   const us = { A: [], B: [] };
+  // Both builds warm (tiered up) before the first timed round.
+  for (const side of ['A', 'B']) {
+    const t = performance.now();
+    while (performance.now() - t < 500) builds[side][op]();
+  }
   for (let round = 0; round < 30; round++) {
     for (const side of ['A', 'B']) {
       const f = builds[side][op];

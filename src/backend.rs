@@ -193,7 +193,7 @@ impl Backend {
     /// # Panics
     /// If the three lengths differ.
     pub fn mul(self, m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
-        self.products::<false, false>(m, a, b, out, "Backend::mul");
+        self.products::<false, false, false>(m, a, b, out, "Backend::mul");
     }
 
     /// `out[i] = a[i] · b[i] · 2^-32 mod q` for inputs in `[0, q)`: the
@@ -205,7 +205,7 @@ impl Backend {
     /// # Panics
     /// If the three lengths differ.
     pub fn mul_mont(self, m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
-        self.products::<true, false>(m, a, b, out, "Backend::mul_mont");
+        self.products::<true, false, false>(m, a, b, out, "Backend::mul_mont");
     }
 
     /// [`Backend::mul`] for results that are written once and not read
@@ -237,7 +237,7 @@ impl Backend {
     /// # Panics
     /// If the three lengths differ.
     pub fn mul_acc(self, m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
-        self.products::<false, true>(m, a, b, acc, "Backend::mul_acc");
+        self.products::<false, true, false>(m, a, b, acc, "Backend::mul_acc");
     }
 
     /// `acc[i] = acc[i] + a[i] · b[i] · 2^-32 mod q`: [`Backend::mul_mont`]
@@ -246,12 +246,22 @@ impl Backend {
     /// # Panics
     /// If the three lengths differ.
     pub fn mul_acc_mont(self, m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
-        self.products::<true, true>(m, a, b, acc, "Backend::mul_acc_mont");
+        self.products::<true, true, false>(m, a, b, acc, "Backend::mul_acc_mont");
     }
 
-    /// The four pointwise product kernels: Montgomery or plain products
-    /// (`MONT`), written or accumulated (`ACC`).
-    fn products<const MONT: bool, const ACC: bool>(
+    /// `acc[i] = acc[i] - a[i] · b[i] · 2^-32 mod q`: [`Backend::mul_mont`]
+    /// subtracted (such as `e - a·s` for a secret `s` in Montgomery form).
+    ///
+    /// # Panics
+    /// If the three lengths differ.
+    pub fn mul_sub_mont(self, m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+        self.products::<true, true, true>(m, a, b, acc, "Backend::mul_sub_mont");
+    }
+
+    /// The pointwise product kernels: Montgomery or plain products
+    /// (`MONT`), written or accumulated (`ACC`), added or subtracted when
+    /// accumulated (`SUB`).
+    fn products<const MONT: bool, const ACC: bool, const SUB: bool>(
         self,
         m: &Modulus,
         a: &[u32],
@@ -265,29 +275,29 @@ impl Backend {
         );
         match (self.0, ACC) {
             (Kind::Scalar, false) => scalar::mul::<MONT>(m, a, b, out),
-            (Kind::Scalar, true) => scalar::mul_acc::<MONT>(m, a, b, out),
+            (Kind::Scalar, true) => scalar::mul_acc::<MONT, SUB>(m, a, b, out),
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
             #[cfg(target_arch = "x86_64")]
             (Kind::Avx2, false) => unsafe { avx2::mul::<MONT>(m, a, b, out) },
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
-            (Kind::Avx2, true) => unsafe { avx2::mul_acc::<MONT>(m, a, b, out) },
+            (Kind::Avx2, true) => unsafe { avx2::mul_acc::<MONT, SUB>(m, a, b, out) },
             // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
             #[cfg(target_arch = "x86_64")]
             (Kind::Avx512, false) => unsafe { avx512::mul::<MONT>(m, a, b, out) },
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
-            (Kind::Avx512, true) => unsafe { avx512::mul_acc::<MONT>(m, a, b, out) },
+            (Kind::Avx512, true) => unsafe { avx512::mul_acc::<MONT, SUB>(m, a, b, out) },
             // SAFETY: NEON is part of the aarch64 baseline.
             #[cfg(all(target_arch = "aarch64", feature = "neon"))]
             (Kind::Neon, false) => unsafe { neon::mul::<MONT>(m, a, b, out) },
             // SAFETY: as above.
             #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-            (Kind::Neon, true) => unsafe { neon::mul_acc::<MONT>(m, a, b, out) },
+            (Kind::Neon, true) => unsafe { neon::mul_acc::<MONT, SUB>(m, a, b, out) },
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
             (Kind::Simd128, false) => simd128::mul::<MONT>(m, a, b, out),
             #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Kind::Simd128, true) => simd128::mul_acc::<MONT>(m, a, b, out),
+            (Kind::Simd128, true) => simd128::mul_acc::<MONT, SUB>(m, a, b, out),
         }
     }
 }

@@ -784,7 +784,12 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
 /// # Safety
 /// The CPU supports AVX-512F.
 #[target_feature(enable = "avx512f")]
-pub(crate) unsafe fn mul_acc<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+pub(crate) unsafe fn mul_acc<const MONT: bool, const SUB: bool>(
+    m: &Modulus,
+    a: &[u32],
+    b: &[u32],
+    acc: &mut [u32],
+) {
     debug_assert!(a.len() == b.len() && a.len() == acc.len());
     let ((av, at), (bv, bt)) = (split_vectors(a), split_vectors(b));
     let (cv, ct) = split_vectors_mut(acc);
@@ -793,11 +798,17 @@ pub(crate) unsafe fn mul_acc<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32]
     unsafe {
         let k = ProductConsts::new(m);
         for ((s, x), y) in cv.iter_mut().zip(av).zip(bv) {
-            let sum = _mm512_add_epi32(load(s), k.product::<MONT>(load(x), load(y)));
+            let p = k.product::<MONT>(load(x), load(y));
+            // The product is in [0, q): acc - p + q is in (0, 2q).
+            let sum = if SUB {
+                _mm512_sub_epi32(_mm512_add_epi32(load(s), k.q), p)
+            } else {
+                _mm512_add_epi32(load(s), p)
+            };
             store(s, csub(sum, k.q));
         }
     }
-    scalar::mul_acc::<MONT>(m, at, bt, ct);
+    scalar::mul_acc::<MONT, SUB>(m, at, bt, ct);
 }
 
 /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, bit-identical to

@@ -405,7 +405,12 @@ pub(crate) unsafe fn mul<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], ou
 /// `acc = acc + a·b mod q` (with `MONT`, the Montgomery product), same output
 /// as `scalar::mul_acc`.
 #[target_feature(enable = "neon")]
-pub(crate) unsafe fn mul_acc<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+pub(crate) unsafe fn mul_acc<const MONT: bool, const SUB: bool>(
+    m: &Modulus,
+    a: &[u32],
+    b: &[u32],
+    acc: &mut [u32],
+) {
     debug_assert!(a.len() == b.len() && a.len() == acc.len());
     let k = MulConsts::new(m);
     let q = vreinterpretq_u32_s32(k.q);
@@ -413,8 +418,14 @@ pub(crate) unsafe fn mul_acc<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32]
     let lanes = a.chunks_exact(4).zip(b.chunks_exact(4));
     for (c, (x, y)) in acc.chunks_exact_mut(4).zip(lanes) {
         let p = vreinterpretq_u32_s32(mul_lanes::<MONT>(load(x), load(y), k));
-        let s = csub(vaddq_u32(vreinterpretq_u32_s32(load(c)), p), q);
-        store(c, vreinterpretq_s32_u32(s));
+        let c0 = vreinterpretq_u32_s32(load(c));
+        // The product is in [0, q): acc - p + q is in (0, 2q).
+        let sum = if SUB {
+            vsubq_u32(vaddq_u32(c0, q), p)
+        } else {
+            vaddq_u32(c0, p)
+        };
+        store(c, vreinterpretq_s32_u32(csub(sum, q)));
     }
-    scalar::mul_acc::<MONT>(m, &a[body..], &b[body..], &mut acc[body..]);
+    scalar::mul_acc::<MONT, SUB>(m, &a[body..], &b[body..], &mut acc[body..]);
 }

@@ -84,10 +84,17 @@ pub(crate) fn mul<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], out: &mut
     }
 }
 
-/// `acc = acc + a · b mod q` (with `MONT`, see [`product`]).
-pub(crate) fn mul_acc<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+/// `acc = acc + a · b mod q` (with `SUB`, `acc - a · b`; with `MONT`, see
+/// [`product`]).
+pub(crate) fn mul_acc<const MONT: bool, const SUB: bool>(
+    m: &Modulus,
+    a: &[u32],
+    b: &[u32],
+    acc: &mut [u32],
+) {
     for ((c, &x), &y) in acc.iter_mut().zip(a).zip(b) {
-        *c = m.add(*c, product::<MONT>(m, x, y));
+        let p = product::<MONT>(m, x, y);
+        *c = if SUB { m.sub(*c, p) } else { m.add(*c, p) };
     }
 }
 

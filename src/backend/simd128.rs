@@ -324,16 +324,27 @@ pub(crate) fn mul<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], out: &mut
 
 /// `acc = acc + a·b mod q` (with `MONT`, the Montgomery product), same output
 /// as `scalar::mul_acc`.
-pub(crate) fn mul_acc<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
+pub(crate) fn mul_acc<const MONT: bool, const SUB: bool>(
+    m: &Modulus,
+    a: &[u32],
+    b: &[u32],
+    acc: &mut [u32],
+) {
     debug_assert!(a.len() == b.len() && a.len() == acc.len());
     let k = MulConsts::new(m);
     let body = a.len() / 4 * 4;
     let lanes = a.chunks_exact(4).zip(b.chunks_exact(4));
     for (c, (x, y)) in acc.chunks_exact_mut(4).zip(lanes) {
         let p = mul_lanes::<MONT>(load(x), load(y), k);
-        store(c, csub(i32x4_add(load(c), p), k.q));
+        // The product is in [0, q): acc - p + q is in (0, 2q).
+        let sum = if SUB {
+            i32x4_sub(i32x4_add(load(c), k.q), p)
+        } else {
+            i32x4_add(load(c), p)
+        };
+        store(c, csub(sum, k.q));
     }
-    scalar::mul_acc::<MONT>(m, &a[body..], &b[body..], &mut acc[body..]);
+    scalar::mul_acc::<MONT, SUB>(m, &a[body..], &b[body..], &mut acc[body..]);
 }
 
 /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, bit-identical to

@@ -82,12 +82,10 @@ fn encrypt_sk(sk: &SecretKey, limbs: usize, rng: &mut Prng, pt: Option<&Plaintex
         Some(pt) => error_plus_message(params, pt, rng, plans),
         None => error_poly(rng, plans, n),
     };
-    // c0 = e - a·s, as -((-e) + a·s): no temporary polynomial and no copy
-    // of the secret (its first `limbs` limbs are read in place).
+    // c0 = e - a·s in place: no temporary polynomial and no copy of the
+    // secret (its first `limbs` limbs are read in place).
     let mut c0 = e.into_ntt(plans);
-    c0.neg_assign(plans);
-    c0.mul_acc_mont(&a, &sk.s, plans);
-    c0.neg_assign(plans);
+    c0.mul_sub_mont(&a, &sk.s, plans);
     ZeroSk { c0, c1: a, seed }
 }
 

@@ -11,8 +11,6 @@
 
 use std::borrow::Borrow;
 
-use zeroize::Zeroize;
-
 use super::encrypt::{error_poly, expand_uniform};
 use super::mul::with_arena;
 use super::params::Params;
@@ -48,9 +46,7 @@ impl KswKey {
             let seed = rng.seed();
             let a = expand_uniform(seed, plans, n);
             let mut b = error_poly(rng, plans, n).into_ntt(plans);
-            let mut as_ = RnsPoly::<Ntt>::zero(n, l + 1);
-            as_.mul_from_mont(&a, s, plans);
-            b.sub_assign(&as_, plans);
+            b.mul_sub_mont(&a, s, plans);
             // + P·w on limb i only.
             let m = plans[i].modulus();
             // w is in Montgomery form: w·2^32 · P · 2^-32 = P·w.
@@ -59,7 +55,6 @@ impl KswKey {
             for (x, y) in b.limb_mut(i).iter_mut().zip(wi) {
                 *x = m.add(*x, y);
             }
-            as_.zeroize();
             k0.push(b);
             k1.push(a);
             seeds.push(seed);

@@ -355,6 +355,16 @@ impl<D: Evaluations> RnsPoly<D> {
                 .mul_acc_mont(plan.modulus(), a.limb(i), b.limb(i), acc);
         }
     }
+
+    /// `self -= a · b` pointwise, for `b` in Montgomery form.
+    pub fn mul_sub_mont(&mut self, a: &Self, b: &RnsPoly<NttMont>, plans: &[NttPlan]) {
+        let n = self.n;
+        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
+            let acc = &mut self.data[i * n..(i + 1) * n];
+            plan.backend()
+                .mul_sub_mont(plan.modulus(), a.limb(i), b.limb(i), acc);
+        }
+    }
 }
 
 impl RnsPoly<Ntt> {

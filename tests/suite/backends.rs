@@ -49,11 +49,15 @@ suite_test! {
                     Backend::scalar().mul_mont(&m, a, b, &mut want_mont);
                     let mut want_acc_mont = acc0.clone();
                     Backend::scalar().mul_acc_mont(&m, a, b, &mut want_acc_mont);
+                    let mut want_sub_mont = acc0.clone();
+                    Backend::scalar().mul_sub_mont(&m, a, b, &mut want_sub_mont);
                     let r_inv = m.inv(m.r()) as u64;
                     for k in 0..len {
                         let exact = a[k] as u64 * b[k] as u64 % q as u64 * r_inv % q as u64;
                         assert_eq!(want_mont[k] as u64, exact, "scalar mul_mont q={q}");
                         assert_eq!(want_acc_mont[k] as u64, (acc0[k] as u64 + exact) % q as u64);
+                        let diff = (acc0[k] as u64 + q as u64 - exact) % q as u64;
+                        assert_eq!(want_sub_mont[k] as u64, diff, "scalar mul_sub_mont q={q}");
                     }
                     for bk in backends() {
                         let mut got = vec![0; len];
@@ -75,6 +79,9 @@ suite_test! {
                         let mut acc = acc0.clone();
                         bk.mul_acc_mont(&m, a, b, &mut acc);
                         assert_eq!(acc, want_acc_mont, "mul_acc_mont len={len} q={q} {bk:?}");
+                        let mut acc = acc0.clone();
+                        bk.mul_sub_mont(&m, a, b, &mut acc);
+                        assert_eq!(acc, want_sub_mont, "mul_sub_mont len={len} q={q} {bk:?}");
                     }
                 }
             }
