@@ -203,6 +203,18 @@ pub(crate) fn cbd(words: &[u64], out: &mut [i8]) {
     }
 }
 
+/// `x[i] = x[i] + e[i] mod q` for `x` in `[0, q)` and `|e| < q < 2^30`:
+/// add q if the sum is negative, subtract it if the sum is q or more, with
+/// sign masks only (32-bit lanes on any vector unit).
+pub(crate) fn add_small(m: &Modulus, e: &[i8], x: &mut [u32]) {
+    let q = m.value() as i32;
+    for (x, &e) in x.iter_mut().zip(e) {
+        let r = *x as i32 + e as i32;
+        let r = r + (q & (r >> 31));
+        *x = (r - (q & ((q - 1 - r) >> 31))) as u32;
+    }
+}
+
 /// [`crate::backend::Backend::take_below`]: eight words at once when none
 /// is rejected (for the preset primes, all but about one run in 10^4),
 /// otherwise one. Each word is stored and kept only when below `q` (the

@@ -380,6 +380,33 @@ pub(crate) fn lincomb(
     scalar::lincomb(m, &scalar::tails(inputs, pairs), weights, &mut out[pairs..]);
 }
 
+/// [`crate::backend::Backend::scaled_plus_small`] in one pass: a lazy Shoup
+/// product in `[0, 2q)`, plus the error widened from bytes, plus `q`, lies
+/// in `(0, 3q + 21)`; two conditional subtractions bring it to `[0, q)`.
+pub(crate) fn scaled_plus_small(
+    m: &Modulus,
+    x: &[u32],
+    w: crate::arith::ShoupConstant,
+    e: &[i8],
+    out: &mut [u32],
+) {
+    let (q, two_q) = (u32x4_splat(m.value()), u32x4_splat(2 * m.value()));
+    let (wv, ws) = (u32x4_splat(w.value), u32x4_splat(w.shoup));
+    let body = out.len() / 4 * 4;
+    let lanes = x.chunks_exact(4).zip(e.chunks_exact(4));
+    for (o, (x, e)) in out.chunks_exact_mut(4).zip(lanes) {
+        let p = mul_shoup_lazy(load(x), wv, ws, q);
+        // SAFETY: `e` has four readable bytes; `v128_load32_zero` has no
+        // alignment requirement.
+        let e = unsafe { v128_load32_zero(e.as_ptr().cast()) };
+        let e = i32x4_extend_low_i16x8(i16x8_extend_low_i8x16(e));
+        let r = i32x4_add(i32x4_add(p, e), q);
+        store(o, csub(csub(r, two_q), q));
+    }
+    scalar::lincomb(m, &[&x[body..]], &[w], &mut out[body..]);
+    scalar::add_small(m, &e[body..], &mut out[body..]);
+}
+
 /// [`crate::backend::Backend::take_below`]: eight words (two vectors) at
 /// once when none of them is rejected, else one word as the scalar kernel
 /// takes it.

@@ -39,7 +39,7 @@ pub(crate) fn error_poly(rng: &mut Prng, plans: &[NttPlan], n: usize) -> RnsPoly
 
 /// A fresh error plus the scaled message, `e + Δ·m`, in coefficient form
 /// over `plans` (the first primes of Q): the same values as
-/// `error_poly(..)` with [`scaled_message`] added, in two passes per limb.
+/// `error_poly(..)` with [`scaled_message`] added.
 fn error_plus_message(
     params: &Params,
     pt: &Plaintext,
@@ -48,17 +48,13 @@ fn error_plus_message(
 ) -> RnsPoly<Coeff> {
     let mut small = vec![0i8; params.degree()];
     sample::fill_cbd(rng, &mut small);
-    let mut x = scaled_message(params, pt, plans.len());
+    let mut x = RnsPoly::zero(params.degree(), plans.len());
+    // Δ of the ciphertext's own level: floor(Q_l/t) for its first l primes.
+    let delta = &params.level(plans.len()).delta;
     for (i, plan) in plans.iter().enumerate() {
-        let q = plan.modulus().value() as i32;
-        for (x, &e) in x.limb_mut(i).iter_mut().zip(&small) {
-            // x < q and |e| < q < 2^30: add q if the sum is negative,
-            // subtract it if the sum is q or more (sign masks only: 32-bit
-            // lanes on any vector unit).
-            let r = *x as i32 + e as i32;
-            let r = r + (q & (r >> 31));
-            *x = (r - (q & ((q - 1 - r) >> 31))) as u32;
-        }
+        let m = plan.modulus();
+        plan.backend()
+            .scaled_plus_small(m, pt.coeffs(), m.shoup(delta[i]), &small, x.limb_mut(i));
     }
     zeroize::Zeroize::zeroize(&mut small);
     x
