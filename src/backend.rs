@@ -351,15 +351,16 @@ impl Backend {
         }
     }
 
-    /// Centred binomial errors from random words, three from each pair of
-    /// words (the first one low): value `j` of a pair is
-    /// `popcount(21 bits) - popcount(21 bits)` from bits `42j .. 42j + 42`.
+    /// Centred binomial errors from random 32-bit words, three from each
+    /// group of four (the 128 bits `w0 | w1 << 32 | w2 << 64 | w3 << 96`):
+    /// value `j` of a group is `popcount(21 bits) - popcount(21 bits)` from
+    /// bits `42j .. 42j + 42`.
     ///
     /// # Panics
-    /// If `words` holds fewer than `2·ceil(out.len()/3)` words.
-    pub(crate) fn cbd(self, words: &[u64], out: &mut [i8]) {
+    /// If `words` holds fewer than `4·ceil(out.len()/3)` words.
+    pub(crate) fn cbd(self, words: &[u32], out: &mut [i8]) {
         assert!(
-            words.len() >= 2 * out.len().div_ceil(3),
+            words.len() >= 4 * out.len().div_ceil(3),
             "Backend::cbd: too few words"
         );
         match self.0 {

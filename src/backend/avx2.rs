@@ -854,6 +854,6 @@ pub(crate) unsafe fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut
 /// # Safety
 /// The CPU supports POPCNT.
 #[target_feature(enable = "popcnt")]
-pub(crate) unsafe fn cbd(words: &[u64], out: &mut [i8]) {
+pub(crate) unsafe fn cbd(words: &[u32], out: &mut [i8]) {
     scalar::cbd(words, out)
 }

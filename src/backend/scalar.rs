@@ -190,14 +190,16 @@ pub(crate) fn cbd_triple(lo: u64, hi: u64) -> [i8; 3] {
     fields.map(|f| (((f & FIELD) ^ FLIP_B).count_ones() as i32 - K as i32) as i8)
 }
 
-/// Centred binomial errors from random words: each pair of words (the first
-/// one low) gives three values, as [`cbd_triple`]; `out` takes
-/// `out.len()` of them, from `words.len() >= 2·ceil(out.len()/3)` words.
-/// Always inlined, so that `avx2::cbd` compiles it with POPCNT.
+/// Centred binomial errors from random 32-bit words: each group of four
+/// (the first one lowest) gives three values, as [`cbd_triple`]; `out`
+/// takes `out.len()` of them, from `words.len() >= 4·ceil(out.len()/3)`
+/// words. Always inlined, so that `avx2::cbd` compiles it with POPCNT.
 #[inline(always)]
-pub(crate) fn cbd(words: &[u64], out: &mut [i8]) {
-    for (chunk, pair) in out.chunks_mut(3).zip(words.chunks_exact(2)) {
-        for (o, v) in chunk.iter_mut().zip(cbd_triple(pair[0], pair[1])) {
+pub(crate) fn cbd(words: &[u32], out: &mut [i8]) {
+    for (chunk, w) in out.chunks_mut(3).zip(words.chunks_exact(4)) {
+        let lo = w[0] as u64 | (w[1] as u64) << 32;
+        let hi = w[2] as u64 | (w[3] as u64) << 32;
+        for (o, v) in chunk.iter_mut().zip(cbd_triple(lo, hi)) {
             *o = v;
         }
     }

@@ -39,19 +39,25 @@ pub fn fill_ternary(rng: &mut Prng, out: &mut [i8]) {
 /// every 128 random bits (two `u64` draws, the first one low): value `j` of a
 /// group reads bits `42j .. 42j + 21` and `42j + 21 .. 42j + 42`.
 pub fn fill_cbd(rng: &mut Prng, out: &mut [i8]) {
-    // Values per batch: the words of a batch are drawn in stream order
-    // (two per group of three, the first one low), then turned into errors
-    // by the backend's kernel (hardware popcount where there is one).
-    const BATCH: usize = 192;
-    let mut words = [0u64; 2 * BATCH / 3];
-    for chunk in out.chunks_mut(BATCH) {
-        let w = &mut words[..2 * chunk.len().div_ceil(3)];
-        for x in w.iter_mut() {
-            *x = rng.next_u64();
+    // Read straight from the generator's buffer, four words per group of
+    // three values; a group whose words straddle a refill is drawn word by
+    // word (the same words in the same order).
+    let backend = rng.backend();
+    let mut i = 0;
+    while i < out.len() {
+        let words = rng.unread_words();
+        let groups = (words.len() / 4).min((out.len() - i).div_ceil(3));
+        let end = (i + 3 * groups.max(1)).min(out.len());
+        if groups == 0 {
+            let mut w: [u32; 4] = std::array::from_fn(|_| rng.next_u32());
+            backend.cbd(&w, &mut out[i..end]);
+            w.zeroize();
+        } else {
+            backend.cbd(&words[..4 * groups], &mut out[i..end]);
+            rng.consume(4 * groups);
         }
-        rng.backend().cbd(w, chunk);
+        i = end;
     }
-    words.zeroize();
 }
 
 /// A uniform residue mod `q` by rejection on draws of `bitlen(q)` bits (for

@@ -257,13 +257,21 @@ fn cbd_reference(rng: &mut Prng, out: &mut [i8]) {
 
 suite_test! {
     fn cbd_matches_reference() {
-        for (seed, len) in [(1u8, 0), (2, 1), (3, 2), (4, 3), (5, 4), (6, 5), (7, 4096), (8, 20_001)] {
-            let (mut a, mut b) = (Prng::from_seed([seed; 32]), Prng::from_seed([seed; 32]));
-            let (mut got, mut want) = (vec![0i8; len], vec![0i8; len]);
-            fill_cbd(&mut a, &mut got);
-            cbd_reference(&mut b, &mut want);
-            assert_eq!(got, want, "length {len}");
-            assert_eq!(a.next_u32(), b.next_u32(), "words drawn for length {len}");
+        // Words already drawn before the errors: none, an odd count, and
+        // counts that leave 3, 2 or 1 words before the generator refills
+        // (it holds 256 words), so groups straddle the refill.
+        for skip in [0usize, 1, 2, 3, 253, 254, 255] {
+            for (seed, len) in [(1u8, 0), (2, 1), (3, 2), (4, 3), (5, 4), (6, 5), (7, 4096), (8, 20_001)] {
+                let (mut a, mut b) = (Prng::from_seed([seed; 32]), Prng::from_seed([seed; 32]));
+                for _ in 0..skip {
+                    assert_eq!(a.next_u32(), b.next_u32());
+                }
+                let (mut got, mut want) = (vec![0i8; len], vec![0i8; len]);
+                fill_cbd(&mut a, &mut got);
+                cbd_reference(&mut b, &mut want);
+                assert_eq!(got, want, "length {len} after {skip} words");
+                assert_eq!(a.next_u32(), b.next_u32(), "words drawn for length {len} after {skip}");
+            }
         }
     }
 
