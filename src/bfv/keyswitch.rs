@@ -51,9 +51,8 @@ impl KswKey {
             let m = plans[i].modulus();
             // w is in Montgomery form: w·2^32 · P · 2^-32 = P·w.
             let pm = m.reduce_u32(p);
-            let wi: Vec<u32> = w.limb(i).iter().map(|&x| m.mont_mul(x, pm)).collect();
-            for (x, y) in b.limb_mut(i).iter_mut().zip(wi) {
-                *x = m.add(*x, y);
+            for (x, &wx) in b.limb_mut(i).iter_mut().zip(w.limb(i)) {
+                *x = m.add(*x, m.mont_mul(wx, pm));
             }
             k0.push(b);
             k1.push(a);
@@ -173,12 +172,12 @@ impl KswKey {
                 // is linear), and each product with a key part is one
                 // Montgomery multiplication. The factor costs one Shoup
                 // product per residue, on the pass that reduces the digit.
-                let r = [m.shoup(m.reduce_u32(m.r()))];
+                let to_mont = [m.shoup(m.r())];
                 match c_ntt {
                     // In its own prime the digit is c itself.
-                    Some(c_ntt) if j == i => bk.lincomb(m, &[c_ntt.limb(i)], &r, digit),
+                    Some(c_ntt) if j == i => bk.lincomb(m, &[c_ntt.limb(i)], &to_mont, digit),
                     _ => {
-                        bk.lincomb(m, &[src], &r, digit);
+                        bk.lincomb(m, &[src], &to_mont, digit);
                         plan.forward(digit);
                     }
                 }

@@ -12,6 +12,8 @@ use std::marker::PhantomData;
 
 use zeroize::Zeroize;
 
+use crate::arith::Modulus;
+use crate::backend::Backend;
 use crate::ntt::NttPlan;
 
 /// Coefficient domain marker.
@@ -272,7 +274,7 @@ impl RnsPoly<Coeff> {
         let mut p = Self::zero(n, plans.len());
         for (i, plan) in plans.iter().enumerate() {
             let m = plan.modulus();
-            let plus = m.reduce_u32(m.r());
+            let plus = m.r();
             let minus = m.neg(plus);
             // Branch-free (the coefficients are secret, and random signs
             // would defeat a branch predictor anyway).
@@ -338,31 +340,32 @@ impl<D: Evaluations> RnsPoly<D> {
     /// `self = a · b` pointwise, for `b` in Montgomery form (the result is in
     /// `a`'s domain). Reads the first `self.limbs()` limbs of `a` and `b`.
     pub fn mul_from_mont(&mut self, a: &Self, b: &RnsPoly<NttMont>, plans: &[NttPlan]) {
-        let n = self.n;
-        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
-            let out = &mut self.data[i * n..(i + 1) * n];
-            plan.backend()
-                .mul_mont(plan.modulus(), a.limb(i), b.limb(i), out);
-        }
+        self.limbwise_mont(a, b, plans, Backend::mul_mont);
     }
 
     /// `self += a · b` pointwise, for `b` in Montgomery form.
     pub fn mul_acc_mont(&mut self, a: &Self, b: &RnsPoly<NttMont>, plans: &[NttPlan]) {
-        let n = self.n;
-        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
-            let acc = &mut self.data[i * n..(i + 1) * n];
-            plan.backend()
-                .mul_acc_mont(plan.modulus(), a.limb(i), b.limb(i), acc);
-        }
+        self.limbwise_mont(a, b, plans, Backend::mul_acc_mont);
     }
 
     /// `self -= a · b` pointwise, for `b` in Montgomery form.
     pub fn mul_sub_mont(&mut self, a: &Self, b: &RnsPoly<NttMont>, plans: &[NttPlan]) {
+        self.limbwise_mont(a, b, plans, Backend::mul_sub_mont);
+    }
+
+    /// Applies one of the backend's Montgomery product kernels limb by limb
+    /// (`self` is its output or accumulator).
+    fn limbwise_mont(
+        &mut self,
+        a: &Self,
+        b: &RnsPoly<NttMont>,
+        plans: &[NttPlan],
+        kernel: fn(Backend, &Modulus, &[u32], &[u32], &mut [u32]),
+    ) {
         let n = self.n;
         for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
-            let acc = &mut self.data[i * n..(i + 1) * n];
-            plan.backend()
-                .mul_sub_mont(plan.modulus(), a.limb(i), b.limb(i), acc);
+            let out = &mut self.data[i * n..(i + 1) * n];
+            kernel(plan.backend(), plan.modulus(), a.limb(i), b.limb(i), out);
         }
     }
 }
