@@ -93,7 +93,7 @@ suite_test! {
         for len in [0usize, 1, 3, 4, 5, 7, 8, 9, 17, 63, 64, 65, 1000, 4096] {
             for q in primes_for(1024).into_iter().filter(|&q| q < 1 << 30) {
                 let m = Modulus::new(q as u64).unwrap();
-                for terms in [1usize, 2, 5, 17] {
+                for terms in [1usize, 2, 3, 4, 5, 7, 17] {
                     // Any u32 may enter a Shoup product, including 2^32 - 1.
                     let inputs: Vec<Vec<u32>> = (0..terms)
                         .map(|t| match t % 3 {
@@ -120,6 +120,25 @@ suite_test! {
                         let mut got = vec![1; len];
                         bk.lincomb(&m, &refs, &weights, &mut got);
                         assert_eq!(got, want, "lincomb len={len} q={q} terms={terms} {bk:?}");
+                    }
+                }
+                // The worst case for any lazy reduction: every input
+                // 2^32 - 1, every weight q - 1 either as a residue or in
+                // Montgomery form (w·2^32 ≡ q - 1).
+                let max = vec![u32::MAX; len];
+                for w in [q - 1, m.from_montgomery(q - 1)] {
+                    for terms in 1..=8 {
+                        let refs = vec![max.as_slice(); terms];
+                        let weights = vec![m.shoup(w); terms];
+                        let exact = (terms as u128 * u32::MAX as u128 * w as u128 % q as u128) as u32;
+                        for bk in std::iter::once(Backend::scalar()).chain(backends()) {
+                            let mut got = vec![1; len];
+                            bk.lincomb(&m, &refs, &weights, &mut got);
+                            assert!(
+                                got.iter().all(|&g| g == exact),
+                                "lincomb worst case len={len} q={q} w={w} terms={terms} {bk:?}"
+                            );
+                        }
                     }
                 }
             }
