@@ -75,6 +75,16 @@ fn avx512_detected() -> bool {
     *AVX512.get_or_init(|| std::arch::is_x86_feature_detected!("avx512f"))
 }
 
+/// Terms a vector [`Backend::lincomb`] sums in 64-bit lanes before one
+/// Montgomery reduction. For inputs below `2^31` and Montgomery weights
+/// `w' = w·2^32 mod q` below `q < 2^30`, `k <= 6` products sum to
+/// `s < k·2^31·q <= 3·2^32·q`, so `s + m·q < 4·2^32·q <= 2^64` (no
+/// overflow), and the reduced `(s + m·q) / 2^32` is below `(k/2 + 1)·q <= 4q`.
+/// (x86_64 only: in wasm the widening multiplies cost more than the
+/// reductions they save; see bench/HISTORY.md.)
+#[cfg(target_arch = "x86_64")]
+pub(crate) const MONT_TERMS: usize = 6;
+
 impl Backend {
     /// The portable backend, compiled on every target.
     pub const fn scalar() -> Self {

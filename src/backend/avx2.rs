@@ -30,7 +30,7 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::backend::scalar;
+use crate::backend::{scalar, MONT_TERMS};
 use crate::ntt::{InvScale, NttTables};
 
 /// Smallest `n` these kernels handle: one 64-coefficient block (eight rows of
@@ -744,13 +744,81 @@ pub(crate) unsafe fn mul_acc<const MONT: bool, const SUB: bool>(
     scalar::mul_acc::<MONT, SUB>(m, at, bt, ct);
 }
 
-/// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, bit-identical to
-/// [`scalar::lincomb`] (the same lazy ranges, eight coefficients at a time).
+/// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, in `[0, q)` (the exact
+/// residue, as [`scalar::lincomb`] gives it), eight coefficients at a time.
+///
+/// With three or more terms, the products are summed in 64-bit lanes and
+/// reduced once per [`MONT_TERMS`] terms (see [`crate::backend::MONT_TERMS`]
+/// for the bounds, which need inputs below `2^31`). A block of eight in which
+/// some input has its top bit set is done again with a Shoup product per term,
+/// so any `u32` input gives the exact result.
 ///
 /// # Safety
 /// The CPU supports AVX2.
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn lincomb(
+    m: &Modulus,
+    inputs: &[&[u32]],
+    weights: &[ShoupConstant],
+    out: &mut [u32],
+) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == weights.len());
+    if inputs.len() < 3 {
+        // SAFETY: AVX2, as this function's caller guarantees.
+        return unsafe { lincomb_shoup(m, inputs, weights, out) };
+    }
+    let mont: Vec<u32> = weights.iter().map(|w| m.to_montgomery(w.value)).collect();
+    let whole = n / 8 * 8;
+    // SAFETY (whole block): AVX2 is enabled here. Every input holds at least
+    // `n` values (asserted above) and `b + 8 <= whole <= n`, so each unaligned
+    // load and store stays inside its slice.
+    unsafe {
+        let q = _mm256_set1_epi32(m.value() as i32);
+        let two_q = _mm256_set1_epi32((2 * m.value()) as i32);
+        let q_neg_inv = _mm256_set1_epi32(m.q_neg_inv() as i32);
+        let mut b = 0;
+        while b < whole {
+            let mut acc = _mm256_setzero_si256();
+            let mut seen = _mm256_setzero_si256();
+            for (xs, ws) in inputs.chunks(MONT_TERMS).zip(mont.chunks(MONT_TERMS)) {
+                // 64-bit sums: even lanes in `even`, odd lanes in `odd`.
+                let (mut even, mut odd) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+                for (x, &w) in xs.iter().zip(ws) {
+                    let w = _mm256_set1_epi32(w as i32);
+                    let v = _mm256_loadu_si256(x.as_ptr().add(b).cast());
+                    seen = _mm256_or_si256(seen, v);
+                    even = _mm256_add_epi64(even, _mm256_mul_epu32(v, w));
+                    odd = _mm256_add_epi64(odd, _mm256_mul_epu32(_mm256_srli_epi64::<32>(v), w));
+                }
+                // (s + m·q) / 2^32 with m = s·(−q^-1) mod 2^32, in [0, 4q).
+                let te =
+                    _mm256_add_epi64(even, _mm256_mul_epu32(_mm256_mul_epu32(even, q_neg_inv), q));
+                let to =
+                    _mm256_add_epi64(odd, _mm256_mul_epu32(_mm256_mul_epu32(odd, q_neg_inv), q));
+                let r = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<32>(te), to);
+                acc = csub(_mm256_add_epi32(acc, csub(r, two_q)), two_q);
+            }
+            if _mm256_movemask_ps(_mm256_castsi256_ps(seen)) == 0 {
+                _mm256_storeu_si256(out.as_mut_ptr().add(b).cast(), csub(acc, q));
+            } else {
+                lincomb_shoup(m, &scalar::tails(inputs, b), weights, &mut out[b..b + 8]);
+            }
+            b += 8;
+        }
+    }
+    if whole < n {
+        scalar::lincomb(m, &scalar::tails(inputs, whole), weights, &mut out[whole..]);
+    }
+}
+
+/// [`lincomb`] with one lazy Shoup product per term, for any `u32` inputs:
+/// bit-identical to [`scalar::lincomb`] (the same lazy ranges).
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+unsafe fn lincomb_shoup(
     m: &Modulus,
     inputs: &[&[u32]],
     weights: &[ShoupConstant],

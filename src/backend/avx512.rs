@@ -36,7 +36,7 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::backend::scalar;
+use crate::backend::{scalar, MONT_TERMS};
 use crate::ntt::{InvScale, NttTables};
 
 /// Lanes per register.
@@ -811,14 +811,81 @@ pub(crate) unsafe fn mul_acc<const MONT: bool, const SUB: bool>(
     scalar::mul_acc::<MONT, SUB>(m, at, bt, ct);
 }
 
-/// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, bit-identical to
-/// [`scalar::lincomb`] (the same lazy ranges, sixteen coefficients at a
-/// time).
+/// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, in `[0, q)` (the exact
+/// residue, as [`scalar::lincomb`] gives it), sixteen coefficients at a time.
+///
+/// With three or more terms, the products are summed in 64-bit lanes and
+/// reduced once per [`MONT_TERMS`] terms (see [`crate::backend::MONT_TERMS`]
+/// for the bounds, which need inputs below `2^31`). A block of sixteen in
+/// which some input has its top bit set is done again with a Shoup product
+/// per term, so any `u32` input gives the exact result.
 ///
 /// # Safety
 /// The CPU supports AVX-512F.
 #[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn lincomb(
+    m: &Modulus,
+    inputs: &[&[u32]],
+    weights: &[ShoupConstant],
+    out: &mut [u32],
+) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == weights.len());
+    if inputs.len() < 3 {
+        // SAFETY: AVX-512F, as this function's caller guarantees.
+        return unsafe { lincomb_shoup(m, inputs, weights, out) };
+    }
+    let mont: Vec<u32> = weights.iter().map(|w| m.to_montgomery(w.value)).collect();
+    let whole = n / W * W;
+    // SAFETY (whole block): AVX-512F is enabled here. Every input holds at
+    // least `n` values (asserted above) and `b + W <= whole <= n`, so each
+    // unaligned load and store stays inside its slice.
+    unsafe {
+        let q = _mm512_set1_epi32(m.value() as i32);
+        let two_q = _mm512_set1_epi32((2 * m.value()) as i32);
+        let q_neg_inv = _mm512_set1_epi32(m.q_neg_inv() as i32);
+        let mut b = 0;
+        while b < whole {
+            let mut acc = _mm512_setzero_si512();
+            let mut seen = _mm512_setzero_si512();
+            for (xs, ws) in inputs.chunks(MONT_TERMS).zip(mont.chunks(MONT_TERMS)) {
+                // 64-bit sums: even lanes in `even`, odd lanes in `odd`.
+                let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+                for (x, &w) in xs.iter().zip(ws) {
+                    let w = _mm512_set1_epi32(w as i32);
+                    let v = _mm512_loadu_si512(x.as_ptr().add(b).cast());
+                    seen = _mm512_or_si512(seen, v);
+                    even = _mm512_add_epi64(even, _mm512_mul_epu32(v, w));
+                    odd = _mm512_add_epi64(odd, _mm512_mul_epu32(_mm512_srli_epi64::<32>(v), w));
+                }
+                // (s + m·q) / 2^32 with m = s·(−q^-1) mod 2^32, in [0, 4q).
+                let te =
+                    _mm512_add_epi64(even, _mm512_mul_epu32(_mm512_mul_epu32(even, q_neg_inv), q));
+                let to =
+                    _mm512_add_epi64(odd, _mm512_mul_epu32(_mm512_mul_epu32(odd, q_neg_inv), q));
+                let r = merge_high(te, to);
+                acc = csub(_mm512_add_epi32(acc, csub(r, two_q)), two_q);
+            }
+            if _mm512_cmplt_epi32_mask(seen, _mm512_setzero_si512()) == 0 {
+                _mm512_storeu_si512(out.as_mut_ptr().add(b).cast(), csub(acc, q));
+            } else {
+                lincomb_shoup(m, &scalar::tails(inputs, b), weights, &mut out[b..b + W]);
+            }
+            b += W;
+        }
+    }
+    if whole < n {
+        scalar::lincomb(m, &scalar::tails(inputs, whole), weights, &mut out[whole..]);
+    }
+}
+
+/// [`lincomb`] with one lazy Shoup product per term, for any `u32` inputs:
+/// bit-identical to [`scalar::lincomb`] (the same lazy ranges).
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+unsafe fn lincomb_shoup(
     m: &Modulus,
     inputs: &[&[u32]],
     weights: &[ShoupConstant],

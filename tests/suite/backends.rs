@@ -93,15 +93,26 @@ suite_test! {
         for len in [0usize, 1, 3, 4, 5, 7, 8, 9, 17, 63, 64, 65, 1000, 4096] {
             for q in primes_for(1024).into_iter().filter(|&q| q < 1 << 30) {
                 let m = Modulus::new(q as u64).unwrap();
-                for terms in [1usize, 2, 3, 4, 5, 7, 17] {
-                    // Any u32 may enter a Shoup product, including 2^32 - 1.
-                    let inputs: Vec<Vec<u32>> = (0..terms)
+                // Any u32 input, including 2^32 - 1; and inputs below 2^31
+                // (as base conversion's are), up to 2^31 - 1, which vector
+                // kernels may sum in 64 bits before reducing; and those with
+                // one word of one input at 2^32 - 1.
+                for (terms, class) in [1usize, 2, 3, 4, 5, 6, 7, 13, 17]
+                    .into_iter()
+                    .flat_map(|t| [(t, 0), (t, 1), (t, 2)])
+                {
+                    let top = if class == 0 { u32::MAX } else { (1 << 31) - 1 };
+                    let mut inputs: Vec<Vec<u32>> = (0..terms)
                         .map(|t| match t % 3 {
-                            0 => rng.vec(len, u32::MAX),
-                            1 => vec![u32::MAX; len],
+                            0 => rng.vec(len, top),
+                            1 => vec![top; len],
                             _ => rng.vec(len, q),
                         })
                         .collect();
+                    if class == 2 && len > 0 {
+                        let (t, x) = (rng.below(terms as u32) as usize, rng.below(len as u32) as usize);
+                        inputs[t][x] = u32::MAX;
+                    }
                     let ws: Vec<u32> = (0..terms).map(|t| if t == 1 { q - 1 } else { rng.below(q) }).collect();
                     let weights: Vec<_> = ws.iter().map(|&w| m.shoup(w)).collect();
                     let refs: Vec<&[u32]> = inputs.iter().map(|v| v.as_slice()).collect();
@@ -123,14 +134,17 @@ suite_test! {
                     }
                 }
                 // The worst case for any lazy reduction: every input
-                // 2^32 - 1, every weight q - 1 either as a residue or in
-                // Montgomery form (w·2^32 ≡ q - 1).
-                let max = vec![u32::MAX; len];
-                for w in [q - 1, m.from_montgomery(q - 1)] {
-                    for terms in 1..=8 {
+                // 2^32 - 1 (or 2^31 - 1), every weight q - 1 either as a
+                // residue or in Montgomery form (w·2^32 ≡ q - 1).
+                for (x, w) in [u32::MAX, (1 << 31) - 1]
+                    .into_iter()
+                    .flat_map(|x| [(x, q - 1), (x, m.from_montgomery(q - 1))])
+                {
+                    let max = vec![x; len];
+                    for terms in 1..=13 {
                         let refs = vec![max.as_slice(); terms];
                         let weights = vec![m.shoup(w); terms];
-                        let exact = (terms as u128 * u32::MAX as u128 * w as u128 % q as u128) as u32;
+                        let exact = (terms as u128 * x as u128 * w as u128 % q as u128) as u32;
                         for bk in std::iter::once(Backend::scalar()).chain(backends()) {
                             let mut got = vec![1; len];
                             bk.lincomb(&m, &refs, &weights, &mut got);
