@@ -6,6 +6,7 @@ import wbgInit from './blindmatch.js';
 
 export * from './blindmatch.js';
 export { BlindmatchWorker } from './client.js';
+export { ServerClient, ServerError, frameKeys } from './server.js';
 
 // (module (func (result v128) i32.const 0 i8x16.splat i8x16.popcnt)):
 // valid only where the engine has 128-bit SIMD.

@@ -1,8 +1,7 @@
 // The blindmatch demo login page. Keys, encryption and decryption run in a
 // Web Worker (BlindmatchWorker from the package served at /pkg/); the server
 // only ever receives public keys and ciphertexts. See www/README.md.
-import { BlindmatchWorker } from '/pkg/index.js';
-import * as api from './api.js';
+import { BlindmatchWorker, ServerClient } from '/pkg/index.js';
 import * as keystore from './keystore.js';
 import { DEMO_IDENTITIES, capture, parseEmbeddings } from './embeddings.js';
 
@@ -17,6 +16,7 @@ const el = {
 
 let worker; // BlindmatchWorker
 let server; // GET /v1/params
+const api = new ServerClient(); // this page's origin: the server that serves it
 let busy = false;
 
 // ---------- small helpers ----------
@@ -138,9 +138,9 @@ async function register() {
 
     setBusy('Uploading the public keys and the encrypted template…');
     await timed(rows, 'Upload keys + template', async () => {
-      await api.putKeys(name, keys.pk, keys.rk);
+      await api.register(name, keys.pk, keys.rk);
       uploaded = true;
-      await api.putTemplate(name, template, list.length);
+      await api.enroll(name, template, list.length);
     }, keys.pk.length + keys.rk.length + 16 + template.length);
 
     setBusy('Storing the wrapped secret key in IndexedDB…');

@@ -15,13 +15,12 @@
 //   node --test tests/js/e2e.test.mjs
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { once } from 'node:events';
+import { serverBinary, startServer, stopServer } from './server.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -38,60 +37,6 @@ async function loadPlaywright() {
     }
   }
   return null;
-}
-
-/** The newest built server binary, building one if there is none. */
-function serverBinary() {
-  if (process.env.BLINDMATCH_SERVER) return process.env.BLINDMATCH_SERVER;
-  const found = () =>
-    ['release', 'debug']
-      .map((p) => join(ROOT, 'target', p, 'blindmatch-server'))
-      .filter((p) => existsSync(p))
-      .sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
-  let bin = found();
-  if (!bin) {
-    const r = spawnSync('cargo', ['build', '--features', 'server', '--bin', 'blindmatch-server'], { cwd: ROOT, stdio: 'inherit' });
-    assert.equal(r.status, 0, 'cargo build --features server failed');
-    bin = found();
-  }
-  assert.ok(bin, 'no blindmatch-server binary');
-  return bin;
-}
-
-/** Starts `serve` on a free loopback port; resolves to { proc, url, logs }. */
-async function startServer(bin, dbDir) {
-  const proc = spawn(bin, ['serve', '--bind', '127.0.0.1:0', '--db', join(dbDir, 'blindmatch.db'),
-    '--www', join(ROOT, 'www'), '--pkg', join(ROOT, 'pkg'), '--log', 'warn'], {
-    cwd: dbDir, stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const logs = [];
-  proc.stderr.on('data', (d) => logs.push(String(d)));
-  let out = '';
-  const url = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start in 30 s:\n${out}${logs.join('')}`)), 30_000);
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = /listening on (http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
-      if (m) {
-        clearTimeout(timer);
-        resolve(m[1]);
-      }
-    });
-    proc.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited with ${code} before listening:\n${out}${logs.join('')}`));
-    });
-  });
-  return { proc, url, logs };
-}
-
-async function stopServer(proc) {
-  if (proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = once(proc, 'exit');
-  proc.kill('SIGTERM');
-  const t = setTimeout(() => proc.kill('SIGKILL'), 5_000);
-  await exited;
-  clearTimeout(t);
 }
 
 const playwright = await loadPlaywright();

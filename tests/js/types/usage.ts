@@ -13,6 +13,11 @@ import {
   Evaluator,
   Ciphertext,
   BlindmatchWorker,
+  ServerClient,
+  ServerError,
+  frameKeys,
+  type ServerParams,
+  type VerifyResult,
   type Scores,
   type InitResult,
 } from 'blindmatch';
@@ -53,7 +58,21 @@ async function main(): Promise<void> {
   const h = await w.generate();
   const ws: Scores = await w.decryptScores(h, await w.encryptProbe(h, emb, 128));
   w.terminate();
-  console.log(build, n, id, first, svc.length, slots[0], wide[0], bytes.length, ws.scores);
+
+  const server = new ServerClient('http://127.0.0.1:8080', { fetch });
+  const sp: ServerParams = await server.params();
+  await server.register('alice', pk, rk);
+  await server.enroll('alice', tmpl, 2);
+  const v: VerifyResult = await server.verify('alice', probe);
+  const vs: Scores = again.decryptScores(v.reply, v.count);
+  const removed: boolean = await server.deleteUser('alice');
+  const framed: Uint8Array = frameKeys(pk, null);
+  try {
+    await server.verify('nobody', probe);
+  } catch (e) {
+    if (e instanceof ServerError) console.log(e.status + 1, e.code.length, v.serverMs['match']);
+  }
+  console.log(build, n, id, first, svc.length, slots[0], wide[0], bytes.length, ws.scores, sp.dimension, vs, removed, framed);
 }
 
 void main;

@@ -1,0 +1,121 @@
+// A client for blindmatch-server's HTTP API (the repository's docs/API.md):
+// register a user's keys, enroll templates, verify a probe, delete a user.
+// It moves bytes only: keys, templates and probes come from `Keys` (or the
+// worker), and the reply goes back to `Keys.decryptScores`. Uses the global
+// `fetch` (browsers, Node 18+) unless one is given.
+
+/** An error answer of the server: its `{ error, code }` and the HTTP status. */
+export class ServerError extends Error {
+  constructor(what, status, code, message) {
+    super(`${what}: the server answered ${status}${code ? ` (${code})` : ''}: ${message}`);
+    this.name = 'ServerError';
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/**
+ * The body of `PUT /v1/users/{user}/keys`: u32 LE length, public key, u32 LE
+ * length, relinearization key (length 0 when there is none).
+ */
+export function frameKeys(publicKey, relinKey) {
+  if (!(publicKey instanceof Uint8Array)) throw new TypeError('frameKeys: the public key must be a Uint8Array');
+  if (relinKey != null && !(relinKey instanceof Uint8Array)) {
+    throw new TypeError('frameKeys: the relinearization key must be a Uint8Array (or omitted)');
+  }
+  const rkLen = relinKey ? relinKey.length : 0;
+  const out = new Uint8Array(8 + publicKey.length + rkLen);
+  const dv = new DataView(out.buffer);
+  dv.setUint32(0, publicKey.length, true);
+  out.set(publicKey, 4);
+  dv.setUint32(4 + publicKey.length, rkLen, true);
+  if (relinKey) out.set(relinKey, 8 + publicKey.length);
+  return out;
+}
+
+const OCTETS = { 'content-type': 'application/octet-stream' };
+
+export class ServerClient {
+  /**
+   * `base`: the server's URL (`''`, the default, means this page's origin;
+   * Node needs an absolute URL). `options.fetch` replaces the global fetch.
+   */
+  constructor(base = '', options = {}) {
+    this.base = String(base).replace(/\/+$/, '');
+    this.fetch = options.fetch ?? ((...args) => globalThis.fetch(...args));
+  }
+
+  async #call(what, path, init = {}) {
+    let res;
+    try {
+      res = await this.fetch(`${this.base}${path}`, { cache: 'no-store', ...init });
+    } catch (e) {
+      throw new Error(`${what}: the server cannot be reached (${e.message})`);
+    }
+    if (!res.ok) {
+      let code = '';
+      let message = res.statusText || 'request failed';
+      try {
+        const body = await res.json();
+        code = body.code ?? '';
+        message = body.error ?? message;
+      } catch {
+        // not JSON: keep the status text
+      }
+      throw new ServerError(what, res.status, code, message);
+    }
+    return res;
+  }
+
+  #user(user, rest = '') {
+    if (typeof user !== 'string' || user === '') throw new TypeError('the user name must be a non-empty string');
+    return `/v1/users/${encodeURIComponent(user)}${rest}`;
+  }
+
+  /** `GET /v1/params`: the parameter id, the dimension, the limits. */
+  async params() {
+    return (await this.#call('reading the server parameters', '/v1/params')).json();
+  }
+
+  /** `PUT /v1/users/{user}/keys`: registers the public key and, optionally, the relinearization key. */
+  async register(user, publicKey, relinKey) {
+    const body = frameKeys(publicKey, relinKey);
+    await this.#call('registering the keys', this.#user(user, '/keys'), { method: 'PUT', headers: OCTETS, body });
+  }
+
+  /** `PUT /v1/users/{user}/template`: stores the template ciphertext holding `count` samples. */
+  async enroll(user, template, count) {
+    if (!Number.isInteger(count) || count < 1) throw new TypeError('enroll: count must be a positive integer');
+    const path = this.#user(user, `/template?count=${count}`);
+    await this.#call('enrolling the template', path, { method: 'PUT', headers: OCTETS, body: template });
+  }
+
+  /**
+   * `POST /v1/users/{user}/verify`: the encrypted probe in; the masked reply
+   * (for `Keys.decryptScores`), the number of scores in it and the server's
+   * own timings (Server-Timing, in ms) out.
+   */
+  async verify(user, probe) {
+    const res = await this.#call('verifying', this.#user(user, '/verify'), { method: 'POST', headers: OCTETS, body: probe });
+    const reply = new Uint8Array(await res.arrayBuffer());
+    const count = Number(res.headers.get('x-template-count'));
+    if (!Number.isInteger(count) || count < 1) throw new Error('verifying: the reply has no valid x-template-count header');
+    const serverMs = {};
+    for (const part of (res.headers.get('server-timing') ?? '').split(',')) {
+      const m = /^\s*([\w-]+)\s*;\s*dur=([\d.]+)/.exec(part);
+      if (m) serverMs[m[1]] = Number(m[2]);
+    }
+    return { reply, count, serverMs };
+  }
+
+  /** `DELETE /v1/users/{user}`: true if the user was removed, false if there was none. */
+  async deleteUser(user) {
+    try {
+      await this.#call('deleting the user', this.#user(user), { method: 'DELETE' });
+      return true;
+    } catch (e) {
+      if (e instanceof ServerError && e.status === 404) return false;
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,83 @@
+// ServerClient against the REAL blindmatch-server (temporary database, free
+// loopback port): the whole 1:1 flow, and every failure as a ServerError
+// with the server's status and code, or a plain Error when the server cannot
+// be reached.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { importPackage, embedding, quantize, dot } from './pkg.mjs';
+import { serverBinary, startServer, stopServer } from './server.mjs';
+
+const bm = await importPackage();
+await bm.init();
+
+/** Awaits `promise`, expecting a ServerError with this status and code. */
+async function refused(promise, status, code) {
+  const e = await promise.then(
+    () => assert.fail(`expected a ServerError ${status} ${code}`),
+    (err) => err,
+  );
+  assert.ok(e instanceof bm.ServerError, `a ServerError, got ${e}`);
+  assert.equal(e.status, status, e.message);
+  assert.equal(e.code, code, e.message);
+  return e;
+}
+
+test('ServerClient: register, enroll, verify, delete, and the server\'s errors', { timeout: 120_000 }, async () => {
+  const work = mkdtempSync(join(tmpdir(), 'blindmatch-client-'));
+  let server;
+  try {
+    server = await startServer(serverBinary(), work);
+    const client = new bm.ServerClient(`${server.url}/`);
+    assert.equal(client.base, server.url, 'a trailing slash is dropped');
+    const params = bm.Params.auth4096();
+    const info = await client.params();
+    assert.equal(info.id, params.id);
+    assert.equal(info.dimension, 128);
+
+    const keys = bm.Keys.generate(params);
+    const samples = [embedding(11), embedding(12)];
+    await client.register('carol', keys.publicKey(), keys.relinKey());
+    await refused(client.register('carol', keys.publicKey()), 409, 'user_exists');
+    await refused(client.verify('carol', keys.encryptProbe(samples[0], 128)), 404, 'no_template');
+    await client.enroll('carol', keys.encryptTemplates(samples, 128), 2);
+
+    const probe = embedding(13);
+    const { reply, count, serverMs } = await client.verify('carol', keys.encryptProbe(probe, 128));
+    assert.equal(count, 2);
+    assert.ok(serverMs.match > 0, `Server-Timing read: ${JSON.stringify(serverMs)}`);
+    const q = quantize(probe);
+    assert.deepEqual(keys.decryptScores(reply, count).scores, samples.map((s) => dot(quantize(s), q)));
+
+    // Names are escaped in the path, so the server sees (and refuses) them
+    // as given; an allowed one with punctuation works.
+    const odd = bm.Keys.generate(params);
+    await refused(client.register('dave o/brien?', odd.publicKey()), 400, 'bad_name');
+    await client.register('dave.o-brien_2', odd.publicKey());
+    assert.equal(await client.deleteUser('dave.o-brien_2'), true);
+
+    await refused(client.verify('nobody', keys.encryptProbe(probe, 128)), 404, 'unknown_user');
+    const bad = await refused(client.enroll('carol', new Uint8Array(10), 1), 400, 'malformed');
+    assert.match(bad.message, /^enrolling the template: the server answered 400 \(malformed\): /);
+    assert.equal(await client.deleteUser('carol'), true);
+    assert.equal(await client.deleteUser('carol'), false, 'deleting a user who is gone is not an error');
+
+    await assert.rejects(client.register('', keys.publicKey()), TypeError);
+    await assert.rejects(client.register('x', 'not bytes'), /frameKeys: the public key must be a Uint8Array/);
+    await assert.rejects(client.enroll('x', new Uint8Array(1), 0), /count must be a positive integer/);
+  } finally {
+    if (server) await stopServer(server.proc);
+    rmSync(work, { recursive: true, force: true });
+  }
+  // Nothing listens there any more.
+  const gone = new bm.ServerClient(server.url);
+  await assert.rejects(gone.params(), (e) => !(e instanceof bm.ServerError) && /cannot be reached/.test(e.message));
+});
+
+test('frameKeys: u32 LE length, public key, u32 LE length, relinearization key', () => {
+  const framed = bm.frameKeys(Uint8Array.of(1, 2, 3), Uint8Array.of(9));
+  assert.deepEqual(Array.from(framed), [3, 0, 0, 0, 1, 2, 3, 1, 0, 0, 0, 9]);
+  assert.deepEqual(Array.from(bm.frameKeys(Uint8Array.of(7))), [1, 0, 0, 0, 7, 0, 0, 0, 0]);
+});
