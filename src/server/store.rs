@@ -3,8 +3,9 @@
 //! Every write is one `IMMEDIATE` transaction, committed before the HTTP
 //! reply is sent: a write acknowledged with 2xx is on disk, and a request that
 //! is refused writes nothing. (The audit log alone commits with
-//! `synchronous=NORMAL`: see [`Store::audit_many`].) The schema is created
-//! and migrated here (`schema_version` holds the version applied).
+//! `synchronous=NORMAL`, on a second connection: see [`Store::audit_many`].)
+//! The schema is created and migrated here (`schema_version` holds the
+//! version applied).
 //!
 //! Byte columns hold the wire format of docs/FORMAT.md exactly as validated
 //! on the way in (keys and ciphertexts stay in NTT form).
@@ -255,11 +256,21 @@ pub struct GalleryRow {
     pub count: u32,
 }
 
-/// The SQLite store. One connection behind a mutex: SQLite serializes writers
-/// anyway, and every statement here is short (the homomorphic work happens
-/// outside it).
+/// The SQLite store: two connections to the one file behind one mutex.
+/// SQLite serializes writers anyway, every statement here is short (the
+/// homomorphic work happens outside it), and with the mutex the two never
+/// wait for each other's locks.
 pub struct Store {
-    conn: Mutex<Connection>,
+    conns: Mutex<Conns>,
+}
+
+struct Conns {
+    /// Everything but the audit log, with `synchronous=FULL`.
+    main: Connection,
+    /// The audit log's inserts, with `synchronous=NORMAL` (see
+    /// [`Store::audit_many`]); its own connection, so a commit sets no
+    /// pragma back and forth.
+    audit: Connection,
 }
 
 impl std::fmt::Debug for Store {
@@ -296,8 +307,11 @@ impl Store {
         }
         conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
         migrate(&mut conn)?;
+        let audit = Connection::open(path)?;
+        audit.busy_timeout(std::time::Duration::from_secs(10))?;
+        audit.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")?;
         Ok(Self {
-            conn: Mutex::new(conn),
+            conns: Mutex::new(Conns { main: conn, audit }),
         })
     }
 
@@ -305,8 +319,8 @@ impl Store {
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut conn = self.conn.lock().map_err(|_| StoreError::Poisoned)?;
-        f(&mut conn)
+        let mut conns = self.conns.lock().map_err(|_| StoreError::Poisoned)?;
+        f(&mut conns.main)
     }
 
     /// The schema version of the open database.
@@ -437,26 +451,20 @@ impl Store {
     /// `FULL` commit (any enrollment) flushes them too. Writes that a client
     /// asked for (keys, templates, deletions, galleries) stay `FULL`.
     pub fn audit_many(&self, rows: &[&AuditRow]) -> Result<Vec<bool>, StoreError> {
-        self.with(|c| Self::audit_normal(c, rows))
+        let mut conns = self.conns.lock().map_err(|_| StoreError::Poisoned)?;
+        Self::audit_rows(&mut conns.audit, rows)
     }
 
     /// [`Store::audit_many`] for one row, if no other thread holds the
     /// connection at this moment (`None` otherwise: the caller does not
     /// wait for it).
     pub fn try_audit(&self, row: &AuditRow) -> Option<Result<bool, StoreError>> {
-        let mut conn = match self.conn.try_lock() {
+        let mut conns = match self.conns.try_lock() {
             Ok(c) => c,
             Err(std::sync::TryLockError::WouldBlock) => return None,
             Err(std::sync::TryLockError::Poisoned(_)) => return Some(Err(StoreError::Poisoned)),
         };
-        Some(Self::audit_normal(&mut conn, &[row]).map(|w| w[0]))
-    }
-
-    fn audit_normal(c: &mut Connection, rows: &[&AuditRow]) -> Result<Vec<bool>, StoreError> {
-        c.execute_batch("PRAGMA synchronous=NORMAL")?;
-        let out = Self::audit_rows(c, rows);
-        c.execute_batch("PRAGMA synchronous=FULL")?;
-        out
+        Some(Self::audit_rows(&mut conns.audit, &[row]).map(|w| w[0]))
     }
 
     fn audit_rows(c: &mut Connection, rows: &[&AuditRow]) -> Result<Vec<bool>, StoreError> {
@@ -608,7 +616,14 @@ mod tests {
         assert!(rt.block_on(ack.committed()).unwrap().written);
 
         // Held store: handed to the writer thread, committed once released.
-        let held = store.conn.lock().unwrap();
+        let held = store.conns.lock().unwrap();
+        // Client-requested writes on FULL, the audit log on NORMAL, each on
+        // its own connection (no pragma toggled per commit).
+        let sync = |c: &Connection| {
+            c.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0))
+                .unwrap()
+        };
+        assert_eq!((sync(&held.main), sync(&held.audit)), (2, 1));
         let ack = log.record(row("ann")).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(50));
         drop(held);
