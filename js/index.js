@@ -2,7 +2,7 @@
 // `init()`, which loads the simd128 build when the engine supports it and the
 // baseline build otherwise. Works in browsers (plain ESM or a bundler) and in
 // Node 18+ (the .wasm is read with fs when it is a file: URL).
-import wbgInit from './blindmatch.js';
+import wbgInit, * as wbg from './blindmatch.js';
 
 export * from './blindmatch.js';
 export { BlindmatchWorker } from './client.js';
@@ -25,6 +25,43 @@ export function simdSupported() {
 }
 
 let started = null;
+let loaded = false;
+
+/**
+ * Before `init()` has finished, the generated glue has no module to call
+ * and fails with "Cannot read properties of undefined". The calls that
+ * start everything else (every other object needs a `Params`) say what is
+ * wrong instead.
+ */
+function ensureLoaded(what) {
+  if (!loaded) throw new Error(`${what}: the WebAssembly module is not loaded yet; call (and await) init() first`);
+}
+for (const name of ['auth4096', 'custom']) {
+  const make = wbg.Params[name];
+  wbg.Params[name] = function (...args) {
+    ensureLoaded(`Params.${name}`);
+    return make.apply(this, args);
+  };
+}
+
+/** The library's NTT-friendly primes (see the generated declaration). */
+export function nttPrimes(bits, n, count) {
+  ensureLoaded('nttPrimes');
+  return wbg.nttPrimes(bits, n, count);
+}
+
+/** An NTT plan for one prime (see the generated declaration). */
+export class NttPlan extends wbg.NttPlan {
+  constructor(n, q) {
+    ensureLoaded('new NttPlan');
+    super(n, q);
+  }
+
+  static scalar(n, q) {
+    ensureLoaded('NttPlan.scalar');
+    return Object.setPrototypeOf(wbg.NttPlan.scalar(n, q), NttPlan.prototype);
+  }
+}
 
 const isNode = typeof process === 'object' && process !== null && !!process.versions?.node;
 
@@ -77,6 +114,7 @@ export function init(options = {}) {
           : new URL('./blindmatch_baseline_bg.wasm', import.meta.url);
       }
       await wbgInit({ module_or_path: await readIfFile(source) });
+      loaded = true;
       return { simd, build: simd ? 'simd128' : 'baseline' };
     })();
     started.catch(() => {

@@ -2,7 +2,8 @@
 // working afterwards (no trap, no stuck borrow).
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { importPackage, embedding, quantize, dot } from './pkg.mjs';
+import { execFileSync } from 'node:child_process';
+import { importPackage, exportUrl, embedding, quantize, dot } from './pkg.mjs';
 
 const bm = await importPackage();
 await bm.init();
@@ -183,4 +184,28 @@ test('a failing crypto.getRandomValues is an error, never a fallback', () => {
   // (the fourth call failed already while encrypting its inputs)
   assert.ok(caught[3] instanceof Error);
   stillWorks();
+});
+
+test('calls before init() say so, and work once it has finished', () => {
+  // A fresh Node process: this file's module instance is initialized already.
+  const script = `
+    const bm = await import(${JSON.stringify(exportUrl('.').href)});
+    const errors = [];
+    for (const f of [() => bm.Params.auth4096(), () => bm.Params.custom(4096, 65537, new Uint32Array(0), 0, true),
+                     () => bm.nttPrimes(29, 4096, 1), () => new bm.NttPlan(4096, 12289), () => bm.NttPlan.scalar(4096, 12289)]) {
+      try { f(); errors.push(null); } catch (e) { errors.push(e instanceof Error ? e.message : String(e)); }
+    }
+    await bm.init();
+    const q = bm.nttPrimes(29, 4096, 1)[0];
+    const after = [bm.Params.auth4096().degree, new bm.NttPlan(4096, q).backend,
+                   bm.NttPlan.scalar(4096, q) instanceof bm.NttPlan, bm.NttPlan.scalar(4096, q).backend];
+    console.log(JSON.stringify({ errors, after }));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  const { errors, after } = JSON.parse(out);
+  const names = ['Params.auth4096', 'Params.custom', 'nttPrimes', 'new NttPlan', 'NttPlan.scalar'];
+  errors.forEach((m, i) => {
+    assert.ok(m !== null, `${names[i]} before init() did not fail`);
+    assert.ok(m.startsWith(`${names[i]}: `) && /call \(and await\) init\(\) first/.test(m), m);
+  });
+  assert.deepEqual(after, [4096, 'simd128', true, 'scalar']);
 });
