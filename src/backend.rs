@@ -9,10 +9,14 @@
 //! | `neon`    | aarch64 with the `neon` feature         | compile time      |
 //! | `simd128` | wasm32 with `target-feature=+simd128`   | compile time      |
 //!
+//! The process uses [`Backend::detect`]: the best one, or the one the
+//! environment variable `BLINDMATCH_BACKEND` names if this CPU can run it.
+//!
 //! A [`Backend`] value can only be obtained from [`Backend::detect`],
-//! [`Backend::scalar`] or [`Backend::available`], so holding one proves that
-//! the CPU supports its instructions; that is what makes the `unsafe` calls of
-//! `#[target_feature]` kernels below sound.
+//! [`Backend::best`], [`Backend::by_name`], [`Backend::scalar`] or
+//! [`Backend::available`], each of which only returns what the CPU can run,
+//! so holding one proves that the CPU supports its instructions; that is what
+//! makes the `unsafe` calls of `#[target_feature]` kernels below sound.
 
 use crate::arith::{Modulus, ShoupConstant};
 use crate::ntt::{InvScale, NttTables};
@@ -91,9 +95,51 @@ impl Backend {
         Backend(Kind::Scalar)
     }
 
+    /// The backend this process uses: [`Backend::best`], unless the
+    /// environment variable `BLINDMATCH_BACKEND` names another one this CPU
+    /// can run (see [`Backend::from_env`]). Decided once, on the first call.
+    ///
+    /// An unknown or unavailable name is ignored here (this cannot fail);
+    /// a program that honours the variable checks it with
+    /// [`Backend::from_env`] first, as `blindmatch-server` does.
+    pub fn detect() -> Self {
+        use std::sync::OnceLock;
+        static CHOSEN: OnceLock<Backend> = OnceLock::new();
+        *CHOSEN.get_or_init(|| Self::from_env().ok().flatten().unwrap_or_else(Self::best))
+    }
+
+    /// The backend `BLINDMATCH_BACKEND` asks for: `None` when the variable is
+    /// unset or empty; an error when it names a backend that is unknown or
+    /// that this CPU or build cannot run (for example `avx512` on an AVX2
+    /// machine). Lets an operator run the AVX2 kernels on a CPU that slows
+    /// down under AVX-512, or the scalar ones to rule the SIMD code out.
+    pub fn from_env() -> Result<Option<Self>, String> {
+        match std::env::var("BLINDMATCH_BACKEND") {
+            Ok(name) if !name.is_empty() => Self::by_name(&name).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// The backend called `name` (as [`Backend::name`] spells it), if this
+    /// CPU and build can run it.
+    pub fn by_name(name: &str) -> Result<Self, String> {
+        let available = Self::available();
+        available
+            .iter()
+            .copied()
+            .find(|b| b.name() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = available.iter().map(|b| b.name()).collect();
+                format!(
+                "BLINDMATCH_BACKEND={name:?}: not a backend this machine can run (it can run: {})",
+                names.join(", ")
+            )
+            })
+    }
+
     /// The fastest backend this CPU supports. On x86_64 the AVX-512 and AVX2
     /// checks run once and are cached; AVX-512 is preferred.
-    pub fn detect() -> Self {
+    pub fn best() -> Self {
         cfg_if::cfg_if! {
             if #[cfg(all(target_arch = "aarch64", feature = "neon"))] {
                 Backend(Kind::Neon)
@@ -115,15 +161,15 @@ impl Backend {
         }
     }
 
-    /// Every backend that can run here, scalar first and [`Backend::detect`]'s
-    /// choice last (on x86_64 with AVX-512: scalar, avx2, avx512).
+    /// Every backend that can run here, scalar first and [`Backend::best`]
+    /// last (on x86_64 with AVX-512: scalar, avx2, avx512).
     pub fn available() -> Vec<Self> {
         let mut v = vec![Self::scalar()];
         #[cfg(target_arch = "x86_64")]
         if avx2_detected() {
             v.push(Backend(Kind::Avx2));
         }
-        let best = Self::detect();
+        let best = Self::best();
         if !v.contains(&best) {
             v.push(best);
         }
@@ -568,6 +614,27 @@ impl BackendTables {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Backends are found by the names `name()` gives them, the best one
+    /// last; an unknown name is an error that lists what this machine runs.
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    fn backends_by_name() {
+        for b in Backend::available() {
+            assert_eq!(Backend::by_name(b.name()), Ok(b));
+        }
+        assert_eq!(Backend::available().last(), Some(&Backend::best()));
+        assert_eq!(Backend::by_name("scalar"), Ok(Backend::scalar()));
+        let err = Backend::by_name("avx9000").unwrap_err();
+        assert!(
+            err.contains("\"avx9000\"") && err.contains("scalar"),
+            "{err}"
+        );
+        // Without the variable, the process runs the best backend.
+        if std::env::var_os("BLINDMATCH_BACKEND").is_none() {
+            assert_eq!(Backend::detect(), Backend::best());
+        }
+    }
 
     /// Every backend's scaled-message-plus-error kernel gives the exact
     /// value, over lengths that end mid-vector and every `i8` error.

@@ -1689,6 +1689,7 @@ fn serve_reads_env_and_refuses_a_newer_schema() {
         .env("BLINDMATCH_THREADS", "1")
         .env("BLINDMATCH_WWW", dir.join("www"))
         .env("BLINDMATCH_LOG", "warn")
+        .env("BLINDMATCH_BACKEND", "scalar")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -1706,6 +1707,10 @@ fn serve_reads_env_and_refuses_a_newer_schema() {
         .to_string();
     let h = call("GET", &format!("{url}/healthz"), None).json();
     assert_eq!(h["threads"], 1);
+    assert_eq!(
+        h["backend"], "scalar",
+        "BLINDMATCH_BACKEND chooses the kernels"
+    );
     assert_eq!(h["schema_version"], blindmatch::server::SCHEMA_VERSION);
     let _ = child.kill();
     let _ = child.wait();
@@ -1724,4 +1729,18 @@ fn serve_reads_env_and_refuses_a_newer_schema() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("newer"), "{err}");
     assert_eq!(count_rows(&db, "SELECT version FROM schema_version"), 99);
+    // A backend this machine cannot run is refused before anything starts.
+    let out = server_cmd()
+        .args(["serve", "--bind", "127.0.0.1:0", "--db"])
+        .arg(dir.join("never.db"))
+        .env("BLINDMATCH_BACKEND", "avx9000")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("BLINDMATCH_BACKEND=\"avx9000\"") && err.contains("scalar"),
+        "{err}"
+    );
+    assert!(!dir.join("never.db").exists());
 }

@@ -112,11 +112,13 @@ pub struct BenchArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(&cli.log);
-    let result = match cli.command {
+    // BLINDMATCH_BACKEND is read by the library, which cannot refuse it;
+    // a name this machine cannot run stops the server here.
+    let result = crate::Backend::from_env().and_then(|_| match cli.command {
         Command::Serve(args) => serve_main(args),
         Command::Keygen(args) => keygen(&args),
         Command::Bench(args) => bench(&args),
-    };
+    });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
