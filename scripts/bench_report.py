@@ -138,6 +138,11 @@ md = [
     f"Machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.machine()}; "
     f"{cmd('rustc', '--version')}; node {cmd('node', '--version')}.",
     "",
+    "Native kernels: "
+    + (f"`{os.environ['BLINDMATCH_BACKEND']}` (chosen with BLINDMATCH_BACKEND)."
+       if os.environ.get("BLINDMATCH_BACKEND")
+       else "the best this CPU has (the server bench below names it)."),
+    "",
     "Times are criterion medians (native) or medians of batched runs inside wasm (Node).",
     "`ratio` = peer time / our time: above 1 means blindmatch is faster. The peer runs in",
     "the same process and the same run, on the same prime (the largest 30-bit NTT prime",
