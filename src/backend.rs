@@ -115,13 +115,15 @@ impl Backend {
     /// down under AVX-512, or the scalar ones to rule the SIMD code out.
     pub fn from_env() -> Result<Option<Self>, String> {
         match std::env::var("BLINDMATCH_BACKEND") {
-            Ok(name) if !name.is_empty() => Self::by_name(&name).map(Some),
+            Ok(name) if !name.is_empty() => Self::by_name(&name)
+                .map(Some)
+                .map_err(|e| format!("BLINDMATCH_BACKEND={e}")),
             _ => Ok(None),
         }
     }
 
     /// The backend called `name` (as [`Backend::name`] spells it), if this
-    /// CPU and build can run it.
+    /// CPU and build can run it; otherwise an error that lists those it can.
     pub fn by_name(name: &str) -> Result<Self, String> {
         let available = Self::available();
         available
@@ -131,9 +133,9 @@ impl Backend {
             .ok_or_else(|| {
                 let names: Vec<&str> = available.iter().map(|b| b.name()).collect();
                 format!(
-                "BLINDMATCH_BACKEND={name:?}: not a backend this machine can run (it can run: {})",
-                names.join(", ")
-            )
+                    "{name:?} is not a backend this machine can run (it can run: {})",
+                    names.join(", ")
+                )
             })
     }
 

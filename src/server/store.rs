@@ -315,12 +315,15 @@ impl Store {
         })
     }
 
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Conns>, StoreError> {
+        self.conns.lock().map_err(|_| StoreError::Poisoned)
+    }
+
     fn with<T>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut conns = self.conns.lock().map_err(|_| StoreError::Poisoned)?;
-        f(&mut conns.main)
+        f(&mut self.lock()?.main)
     }
 
     /// The schema version of the open database.
@@ -451,8 +454,7 @@ impl Store {
     /// `FULL` commit (any enrollment) flushes them too. Writes that a client
     /// asked for (keys, templates, deletions, galleries) stay `FULL`.
     pub fn audit_many(&self, rows: &[&AuditRow]) -> Result<Vec<bool>, StoreError> {
-        let mut conns = self.conns.lock().map_err(|_| StoreError::Poisoned)?;
-        Self::audit_rows(&mut conns.audit, rows)
+        Self::audit_rows(&mut self.lock()?.audit, rows)
     }
 
     /// [`Store::audit_many`] for one row, if no other thread holds the
