@@ -206,6 +206,14 @@ pub enum MatchError {
     /// A ciphertext whose uniform part is zero (anyone could read it).
     #[error("transparent ciphertext refused")]
     TransparentCiphertext,
+    /// A gallery has no template at this index (never added, or erased).
+    #[error("the gallery has no template {index}")]
+    UnknownTemplate { index: usize },
+    /// An erasure computed before another change to the same ciphertext.
+    #[error(
+        "the gallery changed since the erasure of template {index} was computed; compute it again"
+    )]
+    StaleErasure { index: usize },
     /// Only a relinearized (size-2) reply has a compact form.
     #[error(
         "a reply of size {size} has no compact form: relinearize it (upload a relinearization key)"

@@ -57,6 +57,11 @@ impl Plaintext {
         &self.coeffs
     }
 
+    /// The coefficients, writable (callers keep them in `[0, t)`).
+    pub(crate) fn coeffs_mut(&mut self) -> &mut [u32] {
+        &mut self.coeffs
+    }
+
     /// The parameters.
     pub fn params(&self) -> &Params {
         &self.params

@@ -5,7 +5,7 @@
 //! gallery ciphertext then costs one pointwise product per polynomial and
 //! prime. The key holder decrypts the score ciphertexts and keeps the best.
 
-use crate::bfv::{Ciphertext, Evaluator, Params, PlaintextNtt, SecretKey};
+use crate::bfv::{Ciphertext, Evaluator, Params, PlaintextNtt, PublicKey, SecretKey};
 use crate::error::MatchError;
 
 use super::pack::{pack_probe, score_position, templates_per_ciphertext};
@@ -20,6 +20,43 @@ pub struct Gallery {
     stored_limbs: usize,
     cts: Vec<Ciphertext>,
     counts: Vec<usize>,
+    /// Per ciphertext, bit `k` set: template `k` of it was erased.
+    erased: Vec<u64>,
+}
+
+/// A template's erasure, computed by [`Gallery::erase`] and not yet applied:
+/// a caller that keeps the gallery on disk stores [`Erasure::ciphertext`]
+/// first, then applies it with [`Gallery::apply`].
+#[derive(Clone, Debug)]
+pub struct Erasure {
+    index: usize,
+    position: usize,
+    erased: u64,
+    ct: Ciphertext,
+}
+
+impl Erasure {
+    /// The erased template's index.
+    pub fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Which of the gallery's ciphertexts changes (0, 1, ...).
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// That ciphertext's erased templates after this erasure (bit `k`:
+    /// template `k` of it).
+    pub fn erased_mask(&self) -> u64 {
+        self.erased
+    }
+
+    /// The replacement ciphertext, a fresh public-key encryption at the top
+    /// level, in which the erased template's block is zero.
+    pub fn ciphertext(&self) -> &Ciphertext {
+        &self.ct
+    }
 }
 
 /// One match: the template's index in the gallery and its score.
@@ -45,12 +82,25 @@ impl Gallery {
             stored_limbs: params.limbs().saturating_sub(1).max(1),
             cts: Vec::new(),
             counts: Vec::new(),
+            erased: Vec::new(),
         })
     }
 
     /// Adds a ciphertext holding `count` templates; returns the index of its
     /// first template.
     pub fn push(&mut self, ct: Ciphertext, count: usize) -> Result<usize, MatchError> {
+        self.restore(ct, count, 0)
+    }
+
+    /// [`Gallery::push`] for a stored ciphertext some of whose templates were
+    /// erased: bit `k` of `erased` marks template `k` of it (bits at or past
+    /// `count` are ignored).
+    pub fn restore(
+        &mut self,
+        ct: Ciphertext,
+        count: usize,
+        erased: u64,
+    ) -> Result<usize, MatchError> {
         self.params.check(ct.params())?;
         let max = templates_per_ciphertext(&self.params, self.dim);
         if count == 0 || count > max {
@@ -74,12 +124,76 @@ impl Gallery {
         let first = self.cts.len() * max;
         self.cts.push(ct);
         self.counts.push(count);
+        self.erased.push(erased & low_bits(count));
         Ok(first)
     }
 
-    /// Number of templates.
+    /// Number of templates (erased ones not counted).
     pub fn len(&self) -> usize {
-        self.counts.iter().sum()
+        self.counts
+            .iter()
+            .zip(&self.erased)
+            .map(|(&c, &e)| c - e.count_ones() as usize)
+            .sum()
+    }
+
+    /// Number of templates erased.
+    pub fn erased(&self) -> usize {
+        self.erased.iter().map(|e| e.count_ones() as usize).sum()
+    }
+
+    /// Whether the gallery holds a template at `index` (added, not erased).
+    pub fn contains(&self, index: usize) -> bool {
+        let per = templates_per_ciphertext(&self.params, self.dim);
+        let (ci, k) = (index / per, index % per);
+        ci < self.cts.len() && k < self.counts[ci] && self.erased[ci] >> k & 1 == 0
+    }
+
+    /// Erases template `index`, for the key holder: its ciphertext is
+    /// decrypted, the template's block is zeroed and the rest is encrypted
+    /// again under `pk` with fresh randomness (the other templates keep their
+    /// indices and scores; the erased one is no longer in the ciphertext, so
+    /// no later use of the key can read it back). The gallery is unchanged
+    /// until the result is passed to [`Gallery::apply`].
+    pub fn erase(
+        &self,
+        index: usize,
+        sk: &SecretKey,
+        pk: &PublicKey,
+    ) -> Result<Erasure, MatchError> {
+        self.params.check(sk.params())?;
+        self.params.check(pk.params())?;
+        if !self.contains(index) {
+            return Err(MatchError::UnknownTemplate { index });
+        }
+        let per = templates_per_ciphertext(&self.params, self.dim);
+        let (position, k) = (index / per, index % per);
+        let mut pt = sk.decrypt(&self.cts[position])?;
+        pt.coeffs_mut()[k * self.dim..(k + 1) * self.dim].fill(0);
+        let ct = pk.encrypt(&pt);
+        zeroize::Zeroize::zeroize(pt.coeffs_mut());
+        Ok(Erasure {
+            index,
+            position,
+            erased: self.erased[position] | 1 << k,
+            ct: ct?,
+        })
+    }
+
+    /// Applies an [`Erasure`] computed by [`Gallery::erase`] on this gallery.
+    pub fn apply(&mut self, e: Erasure) -> Result<(), MatchError> {
+        if !self.contains(e.index) {
+            return Err(MatchError::UnknownTemplate { index: e.index });
+        }
+        // Computed from this very ciphertext: no erasure in between (whose
+        // template the replacement would bring back).
+        let per = templates_per_ciphertext(&self.params, self.dim);
+        if self.erased[e.position] != e.erased & !(1 << (e.index % per)) {
+            return Err(MatchError::StaleErasure { index: e.index });
+        }
+        self.cts[e.position] = self.ev.mod_switch_to(&e.ct, self.stored_limbs)?;
+        self.erased[e.position] = e.erased & low_bits(self.counts[e.position]);
+        Ok(())
     }
 
     /// Whether the gallery is empty.
@@ -100,6 +214,15 @@ impl Gallery {
     /// Bytes of residues held in memory (two polynomials per ciphertext).
     pub fn memory_bytes(&self) -> usize {
         self.cts.len() * 2 * self.stored_limbs * self.params.degree() * 4
+    }
+}
+
+/// Bits `0..count` set.
+fn low_bits(count: usize) -> u64 {
+    if count >= 64 {
+        u64::MAX
+    } else {
+        (1 << count) - 1
     }
 }
 
@@ -185,7 +308,11 @@ impl Identifier {
         )?;
         let mut all: Vec<Match> = Vec::new();
         for (ci, s) in scores.iter().enumerate() {
+            let erased = gallery.erased[ci];
             for (k, &score) in s.iter().enumerate().take(gallery.counts[ci]) {
+                if erased >> k & 1 == 1 {
+                    continue;
+                }
                 all.push(Match {
                     index: ci * per + k,
                     score,

@@ -349,4 +349,95 @@ suite_test! {
         }
         eprintln!("identify on extreme inputs, gallery over 2 primes: worst budget {worst_budget:.1} bits");
     }
+
+    fn gallery_erasure_removes_one_template_and_keeps_the_rest() {
+        let params = Params::auth4096();
+        let mut rng = Rng::new(31);
+        let mut prng = seeded(8);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let id_of = |d| Identifier::new(&params, d).unwrap();
+        for (d, people, erase) in [(128, 40, [35, 0, 39]), (64, 64, [63, 0, 31])] {
+            let q = Quantizer::new(&params, d).unwrap();
+            let per = pack::templates_per_ciphertext(&params, d);
+            let faces: Vec<Vec<f32>> = (0..people).map(|_| embedding(&mut rng, d)).collect();
+            let quantized: Vec<Vec<i32>> = faces.iter().map(|e| q.quantize(e).unwrap()).collect();
+            let mut gallery = Gallery::new(&params, d).unwrap();
+            let mut stored = Vec::new();
+            for chunk in faces.chunks(per) {
+                let refs: Vec<&[f32]> = chunk.iter().map(|e| e.as_slice()).collect();
+                let ct = client::encrypt_templates_public(&pk, &q, &refs, &mut prng).unwrap();
+                gallery.push(ct.clone(), chunk.len()).unwrap();
+                stored.push((ct, chunk.len(), 0u64));
+            }
+            let id = id_of(d);
+            let probe = embedding(&mut rng, d);
+            let pq = q.quantize(&probe).unwrap();
+            let mut gone = Vec::new();
+            for &index in &erase {
+                let e = gallery.erase(index, &sk, &pk).unwrap();
+                // Nothing changes until the erasure is applied.
+                assert!(gallery.contains(index));
+                let (pos, k) = (index / per, index % per);
+                assert_eq!((e.index(), e.position()), (index, pos));
+                // The replacement holds every other template of its
+                // ciphertext, and zeros in the erased one's block.
+                let pt = sk.decrypt(e.ciphertext()).unwrap();
+                assert_eq!(e.ciphertext().limbs(), params.limbs());
+                for (j, tq) in quantized.iter().enumerate().skip(pos * per).take(per) {
+                    let block = &pt.coeffs()[(j % per) * d..(j % per + 1) * d];
+                    let want: Vec<u32> = if j == index || gone.contains(&j) {
+                        vec![0; d]
+                    } else {
+                        tq.iter().map(|&v| v.rem_euclid(65537) as u32).collect()
+                    };
+                    assert_eq!(block, &want[..], "d={d} template {j}");
+                }
+                gallery.apply(e.clone()).unwrap();
+                gone.push(index);
+                stored[pos] = (e.ciphertext().clone(), stored[pos].1, e.erased_mask());
+                assert_eq!(e.erased_mask() >> k & 1, 1);
+                assert!(!gallery.contains(index));
+                // Erased, or never there: the same typed error.
+                for bad in [index, people, 100_000] {
+                    assert!(matches!(gallery.erase(bad, &sk, &pk), Err(MatchError::UnknownTemplate { index }) if index == bad));
+                }
+                assert!(matches!(gallery.apply(e), Err(MatchError::UnknownTemplate { .. })));
+            }
+            assert_eq!((gallery.len(), gallery.erased()), (people - erase.len(), erase.len()));
+            // Every remaining template, with its exact score; none erased.
+            let all = id.identify(&gallery, &sk, &probe, people).unwrap();
+            assert_eq!(all.len(), people - erase.len());
+            for m in &all {
+                assert!(!gone.contains(&m.index));
+                assert_eq!(m.score, dot(&quantized[m.index], &pq), "d={d} template {}", m.index);
+            }
+            // Rebuilt from the stored ciphertexts and masks: the same gallery.
+            let mut again = Gallery::new(&params, d).unwrap();
+            for (ct, count, mask) in stored {
+                again.restore(ct, count, mask).unwrap();
+            }
+            assert_eq!(id.identify(&again, &sk, &probe, people).unwrap(), all);
+        }
+
+        // Two erasures computed from one state: the second, applied after the
+        // first, would bring the first template back; it is refused.
+        let d = 128;
+        let q = Quantizer::new(&params, d).unwrap();
+        let faces: Vec<Vec<f32>> = (0..4).map(|_| embedding(&mut rng, d)).collect();
+        let refs: Vec<&[f32]> = faces.iter().map(|e| e.as_slice()).collect();
+        let mut gallery = Gallery::new(&params, d).unwrap();
+        gallery.push(client::encrypt_templates_public(&pk, &q, &refs, &mut prng).unwrap(), 4).unwrap();
+        let (a, b) = (gallery.erase(1, &sk, &pk).unwrap(), gallery.erase(2, &sk, &pk).unwrap());
+        gallery.apply(a).unwrap();
+        assert!(matches!(gallery.apply(b), Err(MatchError::StaleErasure { index: 2 })));
+        assert!(gallery.contains(2));
+        // Keys of other parameters are refused.
+        let ps: Vec<u64> = blindmatch::arith::ntt_primes(28, 4096, 3).unwrap().into_iter().map(u64::from).collect();
+        let other = Params::builder().degree(4096).plaintext_modulus(65537)
+            .ciphertext_primes(&ps[..2]).special_prime(ps[2]).build().unwrap();
+        let osk = SecretKey::generate_with(&other, &mut prng);
+        let opk = PublicKey::new_with(&osk, &mut prng);
+        assert!(matches!(gallery.erase(0, &osk, &opk), Err(MatchError::Bfv(_))));
+    }
 }
