@@ -278,6 +278,9 @@ impl From<MatchError> for ApiError {
                 "transparent",
                 e.to_string(),
             ),
+            MatchError::UnknownTemplate { .. } => {
+                Self::new(StatusCode::NOT_FOUND, "unknown_template", e.to_string())
+            }
             MatchError::Bfv(crate::error::BfvError::ParamsMismatch { .. }) => Self::new(
                 StatusCode::UNPROCESSABLE_ENTITY,
                 "wrong_params",
@@ -517,7 +520,15 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/users/{user}/keys", put(put_keys))
         .route("/v1/users/{user}/template", put(put_template))
         .route("/v1/users/{user}/verify", post(verify))
+        .route(
+            "/v1/galleries/{gallery}",
+            get(gallery_info).delete(gallery_delete),
+        )
         .route("/v1/galleries/{gallery}/templates", post(gallery_add))
+        .route(
+            "/v1/galleries/{gallery}/templates/{index}",
+            axum::routing::delete(gallery_erase),
+        )
         .route("/v1/service/public-key", get(service_public_key))
         .route(
             "/v1/galleries/{gallery}/identify",
@@ -1037,6 +1048,70 @@ async fn gallery_add(
             templates,
         }),
     ))
+}
+
+/// `GET /v1/galleries/{gallery}`: counts, no ciphertext bytes.
+async fn gallery_info(
+    State(st): State<Arc<AppState>>,
+    gallery: Result<Path<String>, PathRejection>,
+) -> ApiResult<Json<serde_json::Value>> {
+    let svc = service(&st)?;
+    let gallery = name(gallery)?;
+    let info = svc.galleries.with(&gallery, |g| {
+        Ok(serde_json::json!({
+            "gallery": gallery,
+            "templates": g.len(),
+            "erased": g.erased(),
+            "ciphertexts": g.ciphertexts(),
+            "templates_per_ciphertext": pack::templates_per_ciphertext(&st.params, st.dim),
+            "memory_bytes": g.memory_bytes(),
+        }))
+    })?;
+    Ok(Json(info))
+}
+
+/// `DELETE /v1/galleries/{gallery}/templates/{index}`: erases one template
+/// (its ciphertext is replaced by one without it); the others keep their
+/// indices.
+async fn gallery_erase(
+    State(st): State<Arc<AppState>>,
+    path: Result<Path<(String, String)>, PathRejection>,
+) -> ApiResult<StatusCode> {
+    let svc = service(&st)?;
+    let Path((gallery, index)) = path?;
+    check_name(&gallery)?;
+    let index: usize = index.parse().map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "bad_index",
+            "a template index is a non-negative integer",
+        )
+    })?;
+    let store = st.store.clone();
+    let g = gallery.clone();
+    let left = svc
+        .galleries
+        .erase(&gallery, index, (&svc.sk, &svc.pk), move |seq, ct, mask| {
+            store.erase_gallery_template(&g, seq, &ct, mask)
+        })
+        .await?;
+    tracing::info!(gallery = %gallery, index, templates = left, "template erased");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE /v1/galleries/{gallery}`: removes the gallery and its templates.
+async fn gallery_delete(
+    State(st): State<Arc<AppState>>,
+    gallery: Result<Path<String>, PathRejection>,
+) -> ApiResult<StatusCode> {
+    let svc = service(&st)?;
+    let gallery = name(gallery)?;
+    let store = st.store.clone();
+    let g = gallery.clone();
+    svc.galleries
+        .remove(&gallery, move || store.delete_gallery(&g))
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(Debug, Deserialize)]

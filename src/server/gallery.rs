@@ -6,7 +6,7 @@ use std::sync::RwLock;
 
 use axum::http::StatusCode;
 
-use crate::bfv::{Ciphertext, Params};
+use crate::bfv::{Ciphertext, Params, PublicKey, SecretKey};
 use crate::matching::{pack, Gallery};
 
 use super::api::ApiError;
@@ -48,7 +48,7 @@ impl Galleries {
                     v.insert(Gallery::new(params, dim).map_err(|e| e.to_string())?)
                 }
             };
-            g.push(ct, row.count as usize)
+            g.restore(ct, row.count as usize, row.erased)
                 .map_err(|e| format!("gallery {} #{}: {e}", row.gallery, row.seq))?;
         }
         Ok(Self {
@@ -106,6 +106,67 @@ impl Galleries {
         })
     }
 
+    /// Erases template `index` of a gallery (see [`Gallery::erase`]):
+    /// `write(seq, ciphertext, erased)` stores the replacement ciphertext
+    /// and its erased mask (on the blocking pool), then the in-memory
+    /// gallery takes it. Returns the gallery's remaining template count.
+    pub async fn erase<F>(
+        &self,
+        gallery: &str,
+        index: usize,
+        keys: (&SecretKey, &PublicKey),
+        write: F,
+    ) -> Result<usize, ApiError>
+    where
+        F: FnOnce(i64, Vec<u8>, u64) -> Result<bool, StoreError> + Send + 'static,
+    {
+        // Serialized with appends and other erasures: the erasure is
+        // computed from the ciphertext it replaces.
+        let _guard = self.append_lock.lock().await;
+        // Decrypting and encrypting again: matching-thread work.
+        let erasure = tokio::task::block_in_place(|| {
+            self.with(gallery, |g| Ok(g.erase(index, keys.0, keys.1)?))
+        })?;
+        let (seq, bytes, mask) = (
+            erasure.position() as i64,
+            erasure.ciphertext().to_bytes(),
+            erasure.erased_mask(),
+        );
+        let stored = tokio::task::spawn_blocking(move || write(seq, bytes, mask))
+            .await
+            .map_err(|_| poisoned())??;
+        if !stored {
+            return Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal",
+                "gallery ciphertext missing from the store",
+            ));
+        }
+        tokio::task::block_in_place(|| {
+            let mut map = self.map.write().map_err(|_| poisoned())?;
+            let g = map.get_mut(gallery).ok_or_else(unknown_gallery)?;
+            g.apply(erasure)?;
+            Ok(g.len())
+        })
+    }
+
+    /// Removes a whole gallery: `delete` removes it from the store (on the
+    /// blocking pool), then from memory.
+    pub async fn remove<F>(&self, gallery: &str, delete: F) -> Result<(), ApiError>
+    where
+        F: FnOnce() -> Result<bool, StoreError> + Send + 'static,
+    {
+        let _guard = self.append_lock.lock().await;
+        self.with(gallery, |_| Ok(()))?;
+        tokio::task::spawn_blocking(delete)
+            .await
+            .map_err(|_| poisoned())??;
+        tokio::task::block_in_place(|| {
+            self.map.write().map_err(|_| poisoned())?.remove(gallery);
+            Ok(())
+        })
+    }
+
     /// Runs `f` on a gallery (read-locked).
     pub fn with<T>(
         &self,
@@ -113,9 +174,11 @@ impl Galleries {
         f: impl FnOnce(&Gallery) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
         let map = self.map.read().map_err(|_| poisoned())?;
-        let g = map.get(gallery).ok_or_else(|| {
-            ApiError::new(StatusCode::NOT_FOUND, "unknown_gallery", "no such gallery")
-        })?;
+        let g = map.get(gallery).ok_or_else(unknown_gallery)?;
         f(g)
     }
+}
+
+fn unknown_gallery() -> ApiError {
+    ApiError::new(StatusCode::NOT_FOUND, "unknown_gallery", "no such gallery")
 }

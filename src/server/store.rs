@@ -49,6 +49,8 @@ const MIGRATIONS: &[&str] = &[
         created INTEGER NOT NULL,
         PRIMARY KEY (gallery, seq)
     );",
+    // 3: erased gallery templates (bit k: template k of the ciphertext).
+    "ALTER TABLE gallery_templates ADD COLUMN erased INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// The schema version this build writes.
@@ -254,6 +256,8 @@ pub struct GalleryRow {
     pub seq: i64,
     pub ciphertext: Vec<u8>,
     pub count: u32,
+    /// Erased templates of the ciphertext (bit k: template k).
+    pub erased: u64,
 }
 
 /// The SQLite store: two connections to the one file behind one mutex.
@@ -305,7 +309,11 @@ impl Store {
         if !mode.eq_ignore_ascii_case("wal") {
             return Err(StoreError::Sql(rusqlite::Error::InvalidQuery));
         }
-        conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON;")?;
+        // `secure_delete`: deleted and replaced rows are overwritten with
+        // zeros, not left in free pages (see [`Store::scrub`]).
+        conn.execute_batch(
+            "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON;",
+        )?;
         migrate(&mut conn)?;
         let audit = Connection::open(path)?;
         audit.busy_timeout(std::time::Duration::from_secs(10))?;
@@ -500,6 +508,7 @@ impl Store {
             tx.execute("DELETE FROM templates WHERE user = ?1", [user])?;
             tx.execute("DELETE FROM audit WHERE user = ?1", [user])?;
             tx.commit()?;
+            Self::scrub(c);
             Ok(true)
         })
         .or_else(|e| match e {
@@ -532,11 +541,64 @@ impl Store {
         })
     }
 
+    /// Replaces gallery ciphertext `seq` with `ciphertext` (the same
+    /// templates but the erased ones) and records its erased templates.
+    /// Returns whether the row existed.
+    pub fn erase_gallery_template(
+        &self,
+        gallery: &str,
+        seq: i64,
+        ciphertext: &[u8],
+        erased: u64,
+    ) -> Result<bool, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let n = tx.execute(
+                "UPDATE gallery_templates SET ciphertext = ?3, erased = ?4
+                 WHERE gallery = ?1 AND seq = ?2",
+                params![gallery, seq, ciphertext, erased as i64],
+            )?;
+            tx.commit()?;
+            Self::scrub(c);
+            Ok(n == 1)
+        })
+    }
+
+    /// Removes every ciphertext of a gallery. Returns whether it had any.
+    pub fn delete_gallery(&self, gallery: &str) -> Result<bool, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let n = tx.execute(
+                "DELETE FROM gallery_templates WHERE gallery = ?1",
+                [gallery],
+            )?;
+            tx.commit()?;
+            Self::scrub(c);
+            Ok(n > 0)
+        })
+    }
+
+    /// After a deletion (committed): copies the WAL into the database and
+    /// truncates it, so the deleted bytes, zeroed in the database by
+    /// `secure_delete`, are not left behind in the WAL either. The deletion
+    /// stands if this cannot finish (another process reading the database):
+    /// the next checkpoint overwrites them.
+    fn scrub(c: &Connection) {
+        match c.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+            r.get::<_, i64>(0)
+        }) {
+            Ok(0) => {}
+            Ok(_) => tracing::warn!("checkpoint after a deletion was blocked by a reader"),
+            Err(e) => tracing::warn!(error = %e, "checkpoint after a deletion"),
+        }
+    }
+
     /// Every gallery ciphertext, by gallery and sequence number.
     pub fn gallery_rows(&self) -> Result<Vec<GalleryRow>, StoreError> {
         self.with(|c| {
             let mut st = c.prepare(
-                "SELECT gallery, seq, ciphertext, count FROM gallery_templates ORDER BY gallery, seq",
+                "SELECT gallery, seq, ciphertext, count, erased
+                 FROM gallery_templates ORDER BY gallery, seq",
             )?;
             let rows = st
                 .query_map([], |r| {
@@ -545,6 +607,7 @@ impl Store {
                         seq: r.get(1)?,
                         ciphertext: r.get(2)?,
                         count: r.get(3)?,
+                        erased: r.get::<_, i64>(4)? as u64,
                     })
                 })?
                 .collect::<Result<Vec<_>, _>>()?;
@@ -594,6 +657,50 @@ mod tests {
             outcome: "ok",
             duration_us: 1,
         }
+    }
+
+    /// A database written by schema 2 (before erasures) opens, is migrated
+    /// in place, and reads its gallery rows with nothing erased; a mask with
+    /// its top bit set (template 63 at d = 64) reads back as written.
+    #[test]
+    fn schema_2_migrates_and_erasure_masks_round_trip() {
+        let dir = std::env::temp_dir().join(format!("blindmatch-mig-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE schema_version (version INTEGER NOT NULL);
+                             INSERT INTO schema_version (version) VALUES (2);",
+            )
+            .unwrap();
+            c.execute_batch(MIGRATIONS[0]).unwrap();
+            c.execute_batch(MIGRATIONS[1]).unwrap();
+            c.execute(
+                "INSERT INTO gallery_templates (gallery, seq, ciphertext, count, created)
+                 VALUES ('g', 0, x'0102', 32, 0)",
+                [],
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        let rows = store.gallery_rows().unwrap();
+        assert_eq!((rows.len(), rows[0].erased, rows[0].count), (1, 0, 32));
+        let mask = 1u64 << 63 | 1;
+        assert!(store.erase_gallery_template("g", 0, b"new", mask).unwrap());
+        assert!(!store.erase_gallery_template("g", 1, b"new", mask).unwrap());
+        let rows = store.gallery_rows().unwrap();
+        assert_eq!(
+            (rows[0].erased, rows[0].ciphertext.as_slice()),
+            (mask, &b"new"[..])
+        );
+        assert!(store.delete_gallery("g").unwrap());
+        assert!(!store.delete_gallery("g").unwrap());
+        assert!(store.gallery_rows().unwrap().is_empty());
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Both ways of committing an audit row: on the caller's thread when the
