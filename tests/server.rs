@@ -472,6 +472,63 @@ fn one_to_one_flow_with_exact_scores() {
         Some(&id.keys_body(false)),
     );
     assert_eq!(r.status, 201);
+
+    // /metrics: the requests above, by route template and status class,
+    // and the verifications' phases; no user name anywhere.
+    let m = call("GET", &format!("{u}/metrics"), None);
+    assert_eq!(m.status, 200);
+    assert!(
+        m.content_type.starts_with("text/plain; version=0.0.4"),
+        "{}",
+        m.content_type
+    );
+    let text = String::from_utf8(m.body).unwrap();
+    let value = |name: &str| -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{name} missing:\n{text}"))
+    };
+    let verify = "route=\"/v1/users/{user}/verify\"";
+    assert_eq!(
+        value(&format!(
+            "blindmatch_http_requests_total{{{verify},status=\"2xx\"}}"
+        )),
+        6.0
+    );
+    assert_eq!(
+        value(&format!(
+            "blindmatch_http_request_duration_seconds_count{{{verify}}}"
+        )),
+        6.0
+    );
+    assert_eq!(
+        value(&format!(
+            "blindmatch_http_request_duration_seconds_bucket{{{verify},le=\"+Inf\"}}"
+        )),
+        6.0
+    );
+    assert_eq!(
+        value("blindmatch_http_requests_total{route=\"/v1/users/{user}/keys\",status=\"2xx\"}"),
+        3.0
+    );
+    assert_eq!(
+        value("blindmatch_http_requests_total{route=\"/v1/users/{user}\",status=\"4xx\"}"),
+        2.0
+    );
+    // Server-side durations: positive, and the matching took most of them.
+    let total = value(&format!(
+        "blindmatch_http_request_duration_seconds_sum{{{verify}}}"
+    ));
+    let matching = value("blindmatch_verify_phase_seconds_total{phase=\"match\"}");
+    assert!(
+        matching > 0.0 && matching < total,
+        "match {matching} s of {total} s"
+    );
+    assert_eq!(value("blindmatch_matching_threads"), 2.0);
+    assert!(
+        !text.contains("alice") && !text.contains("bob.b-2_"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -29,6 +29,7 @@ use crate::matching::{pack, Identifier, Quantizer, Verifier};
 
 use super::cache::{Loaded, UserCache};
 use super::gallery::Galleries;
+use super::metrics::{Gauges, Metrics};
 use super::store::{AuditAck, AuditLog, AuditRow, Store, StoreError};
 
 /// The Content-Security-Policy sent with every response: same-origin
@@ -99,6 +100,8 @@ pub struct AppState {
     pub pkg: PathBuf,
     /// 1:N mode: the service key and the galleries (`serve --service-key`).
     pub service: Option<Service>,
+    /// Request counters for `GET /metrics`.
+    pub metrics: Metrics,
 }
 
 /// 1:N state: the operator's service key and the in-memory galleries.
@@ -515,6 +518,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     // axum's DefaultBodyLimit.
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
         .route("/v1/params", get(params_info))
         .route("/v1/users/{user}", get(user_info).delete(delete_user))
         .route("/v1/users/{user}/keys", put(put_keys))
@@ -537,7 +541,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .fallback(static_files)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(JSON_LIMIT))
-        .layer(middleware::from_fn(request_log))
+        .layer(middleware::from_fn_with_state(state.clone(), request_log))
         .with_state(state)
 }
 
@@ -545,8 +549,13 @@ static NEXT_REQUEST_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Request ids, timings and security headers. Logs the method, path, status,
 /// error code and duration; never a body.
-async fn request_log(req: Request, next: Next) -> Response {
+async fn request_log(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Response {
     let id = NEXT_REQUEST_ID.fetch_add(1, Ordering::Relaxed);
+    let route = Metrics::route_index(
+        req.extensions()
+            .get::<axum::extract::MatchedPath>()
+            .map(|p| p.as_str()),
+    );
     let span = tracing::info_span!("req", id, method = %req.method(), path = %req.uri().path());
     let conn = req
         .extensions()
@@ -562,6 +571,7 @@ async fn request_log(req: Request, next: Next) -> Response {
     // server: reading the body, the work, and sending the reply.
     let log = move |sent: bool| {
         let us = start.elapsed().as_micros() as u64;
+        st.metrics.request(route, status, us);
         if let (true, Some(conn)) = (sent, &conn) {
             // The connection writes the request's `sent` line (with
             // `wire_us`) once the reply's last byte is written.
@@ -660,6 +670,26 @@ fn method_not_allowed_error() -> ApiError {
         "method_not_allowed",
         "method not allowed on this route",
     )
+}
+
+/// `GET /metrics`: Prometheus text format.
+async fn metrics(State(st): State<Arc<AppState>>) -> Response {
+    let gauges = Gauges {
+        backend: crate::Backend::detect().name(),
+        params_id: st.params.id_hex(),
+        threads: st.pool.current_num_threads(),
+        slots_free: st.slots.available_permits(),
+        cached_users: st.cache.len(),
+        galleries: st.service.as_ref().map(|s| s.galleries.stats()),
+    };
+    (
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        st.metrics.render(&gauges),
+    )
+        .into_response()
 }
 
 async fn healthz(State(st): State<Arc<AppState>>) -> ApiResult<Json<serde_json::Value>> {
@@ -881,6 +911,8 @@ async fn verify(
     db_us += t_wait.elapsed().as_micros() as u64;
     t.db_us += db_us;
     t.audit_us = committed.latency.as_micros() as u64;
+    st.metrics
+        .verify_phases([t.queue_us, t.parse_us, t.match_us, t.audit_us, t.db_us]);
     let ms = |us: u64| us as f64 / 1000.0;
     let timing = format!(
         "db;dur={:.3}, audit;dur={:.3}, queue;dur={:.3}, parse;dur={:.3}, match;dur={:.3}",

@@ -86,6 +86,16 @@ impl UserCache {
         inner.map.insert(user.to_string(), loaded);
     }
 
+    /// Entries held.
+    pub fn len(&self) -> usize {
+        self.inner.lock().map(|i| i.map.len()).unwrap_or(0)
+    }
+
+    /// Whether no entry is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Drops `user`'s entry; called after every committed write of that user.
     pub fn invalidate(&self, user: &str) {
         if let Ok(mut inner) = self.inner.lock() {

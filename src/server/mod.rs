@@ -13,6 +13,7 @@ pub mod api;
 pub mod cache;
 pub mod conn;
 pub mod gallery;
+pub mod metrics;
 pub mod store;
 
 use std::io::Write as _;
@@ -199,6 +200,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         www: args.www.clone(),
         pkg: args.pkg.clone(),
         service,
+        metrics: metrics::Metrics::default(),
     });
     let listener = tokio::net::TcpListener::bind(args.bind)
         .await
