@@ -532,6 +532,111 @@ fn one_to_one_flow_with_exact_scores() {
 }
 
 #[test]
+fn backup_while_serving_restores_to_a_working_server() {
+    let _machine = shared();
+    let dir = temp_dir("backup");
+    let srv = Server::start(&dir, &[]);
+    let u = srv.url.clone();
+    let mut id = Identity::new(9);
+    let mut rng = Prng::from_seed([9; 32]);
+    let r = call(
+        "PUT",
+        &format!("{u}/v1/users/alice/keys"),
+        Some(&id.keys_body(true)),
+    );
+    assert_eq!(r.status, 201);
+    let face = embedding(&mut rng);
+    let samples: Vec<Vec<f32>> = (0..4).map(|_| near(&face, &mut rng)).collect();
+    let r = call(
+        "PUT",
+        &format!("{u}/v1/users/alice/template?count=4"),
+        Some(&id.template(&samples)),
+    );
+    assert_eq!(r.status, 204);
+    let verify = |url: &str, id: &mut Identity, rng: &mut Prng| {
+        let genuine = near(&face, rng);
+        let r = call(
+            "POST",
+            &format!("{url}/v1/users/alice/verify"),
+            Some(&id.probe(&genuine)),
+        );
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        let cos = id.check_scores(&r.body, &samples, &genuine);
+        assert!(cos.iter().all(|&c| c > 0.9), "{cos:?}");
+    };
+    verify(&u, &mut id, &mut rng);
+
+    // Copied while the server runs.
+    let restored = temp_dir("backup-restored");
+    let out = restored.join("blindmatch.db");
+    let backup = |db: &Path, out: &Path| {
+        server_cmd()
+            .arg("backup")
+            .arg("--db")
+            .arg(db)
+            .arg("--out")
+            .arg(out)
+            .output()
+            .unwrap()
+    };
+    let o = backup(&dir.join("blindmatch.db"), &out);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        said.contains("schema 3, 1 users, 0 gallery ciphertexts"),
+        "{said}"
+    );
+    // Refused, with the copy left as it was: an existing output file, a
+    // missing database (not created), a file that is not a blindmatch
+    // database.
+    let copy = std::fs::read(&out).unwrap();
+    let o = backup(&dir.join("blindmatch.db"), &out);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("already exists"));
+    assert_eq!(std::fs::read(&out).unwrap(), copy);
+    let o = backup(&dir.join("missing.db"), &dir.join("x.db"));
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not exist"));
+    assert!(!dir.join("missing.db").exists() && !dir.join("x.db").exists());
+    let other = dir.join("other.db");
+    rusqlite::Connection::open(&other)
+        .unwrap()
+        .execute_batch("CREATE TABLE t (x);")
+        .unwrap();
+    let o = backup(&other, &dir.join("y.db"));
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a blindmatch database"));
+    assert!(!dir.join("y.db").exists());
+    for d in [&*dir, &*restored] {
+        for f in std::fs::read_dir(d).unwrap() {
+            let name = f.unwrap().file_name().into_string().unwrap();
+            assert!(
+                !name.contains(".partial"),
+                "a partial file was left: {name}"
+            );
+        }
+    }
+
+    // The live database moves on; the copy keeps the moment it was taken.
+    assert_eq!(
+        call("DELETE", &format!("{u}/v1/users/alice"), None).status,
+        204
+    );
+    drop(srv);
+    let srv = Server::start(&restored, &[]);
+    let info = call("GET", &format!("{}/v1/users/alice", srv.url), None);
+    assert_eq!(info.status, 200);
+    assert_eq!(
+        (
+            info.json()["template_count"].as_u64(),
+            info.json()["verifications"].as_u64()
+        ),
+        (Some(4), Some(1))
+    );
+    verify(&srv.url, &mut id, &mut rng);
+}
+
+#[test]
 fn every_error_is_json_and_writes_nothing() {
     let _machine = shared();
     let dir = temp_dir("errors");

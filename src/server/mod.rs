@@ -51,6 +51,9 @@ pub enum Command {
     Keygen(KeygenArgs),
     /// Measure matching throughput on this machine.
     Bench(BenchArgs),
+    /// Copy the database to a new file, consistently, while a server may be
+    /// serving it (restore: serve with `--db` pointing at the copy).
+    Backup(BackupArgs),
 }
 
 /// `serve` flags (each also read from an environment variable).
@@ -95,6 +98,17 @@ pub struct KeygenArgs {
     pub force: bool,
 }
 
+/// `backup` flags.
+#[derive(Debug, clap::Args)]
+pub struct BackupArgs {
+    /// The database to copy.
+    #[arg(long, env = "BLINDMATCH_DB", default_value = "./data/blindmatch.db")]
+    pub db: PathBuf,
+    /// The new file (must not exist).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
 /// `bench` flags.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -119,6 +133,7 @@ pub fn main() -> ExitCode {
         Command::Serve(args) => serve_main(args),
         Command::Keygen(args) => keygen(&args),
         Command::Bench(args) => bench(&args),
+        Command::Backup(args) => backup(&args),
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -127,6 +142,26 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn backup(args: &BackupArgs) -> Result<(), String> {
+    let copied = store::backup(&args.db, &args.out).map_err(|e| {
+        format!(
+            "backup of {} to {}: {e}",
+            args.db.display(),
+            args.out.display()
+        )
+    })?;
+    println!(
+        "backed up {} to {}: schema {}, {} users, {} gallery ciphertexts, {} bytes",
+        args.db.display(),
+        args.out.display(),
+        copied.schema_version,
+        copied.users,
+        copied.gallery_ciphertexts,
+        copied.bytes
+    );
+    Ok(())
 }
 
 fn init_logging(level: &str) {

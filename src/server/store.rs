@@ -616,6 +616,93 @@ impl Store {
     }
 }
 
+/// What [`backup`] copied.
+#[derive(Clone, Copy, Debug)]
+pub struct Backup {
+    pub schema_version: i64,
+    pub users: i64,
+    pub gallery_ciphertexts: i64,
+    /// Size of the new file.
+    pub bytes: u64,
+}
+
+/// Why a backup failed.
+#[derive(Debug, thiserror::Error)]
+pub enum BackupError {
+    #[error("the database does not exist")]
+    NoDatabase,
+    #[error("the output file already exists")]
+    OutputExists,
+    #[error("not a blindmatch database (no schema_version table)")]
+    NotBlindmatch,
+    #[error(transparent)]
+    Sql(#[from] rusqlite::Error),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Copies the database at `db` into a new file `out` with `VACUUM INTO`:
+/// one read transaction, so the copy is a consistent snapshot even while a
+/// server writes, and the source is opened read-only (never migrated or
+/// changed). The copy is compact: no free pages, so nothing deleted in the
+/// source travels with it.
+pub fn backup(db: &Path, out: &Path) -> Result<Backup, BackupError> {
+    use rusqlite::OpenFlags;
+    if !db.is_file() {
+        return Err(BackupError::NoDatabase);
+    }
+    if out.exists() {
+        return Err(BackupError::OutputExists);
+    }
+    let c = Connection::open_with_flags(
+        db,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    c.busy_timeout(Duration::from_secs(10))?;
+    let has_schema: bool = c.query_row(
+        "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_schema {
+        return Err(BackupError::NotBlindmatch);
+    }
+    // Written under a temporary name and renamed once complete: a failed
+    // or interrupted backup never leaves a partial file under `out`.
+    let mut partial = out.as_os_str().to_owned();
+    partial.push(format!(".partial-{}", std::process::id()));
+    let partial = std::path::PathBuf::from(partial);
+    let target = partial
+        .to_str()
+        .ok_or_else(|| std::io::Error::other("the output path is not UTF-8"))?;
+    let written = c
+        .execute("VACUUM INTO ?1", [target])
+        .map_err(BackupError::from)
+        .and_then(|_| {
+            std::fs::File::open(&partial)?.sync_all()?;
+            std::fs::rename(&partial, out).map_err(BackupError::from)
+        });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&partial);
+        return Err(e);
+    }
+    // The figures are read from the copy: exactly what it holds.
+    let copy = Connection::open_with_flags(out, OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let schema_version = copy.query_row("SELECT version FROM schema_version", [], |r| r.get(0))?;
+    let users = copy.query_row("SELECT count(*) FROM users", [], |r| r.get(0))?;
+    let gallery_ciphertexts = if schema_version >= 2 {
+        copy.query_row("SELECT count(*) FROM gallery_templates", [], |r| r.get(0))?
+    } else {
+        0
+    };
+    Ok(Backup {
+        schema_version,
+        users,
+        gallery_ciphertexts,
+        bytes: std::fs::metadata(out)?.len(),
+    })
+}
+
 /// Creates the schema or brings it up to [`SCHEMA_VERSION`], one transaction
 /// per step.
 fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
