@@ -54,12 +54,22 @@ export class BlindmatchWorker {
    *   (default: this package's worker.js) and options for `init()`.
    */
   static async create(options = {}) {
-    const url = options.url ?? new URL('./worker.js', import.meta.url);
     let w;
     const isNode = typeof process === 'object' && process !== null && !!process.versions?.node;
     if (!isNode && typeof globalThis.Worker === 'function') {
-      w = new BlindmatchWorker(new globalThis.Worker(url, { type: 'module' }), 'web');
+      // Written out literally, `new Worker(new URL('./worker.js',
+      // import.meta.url), ...)` is what bundlers (Vite, webpack 5) recognize
+      // as a worker entry: they bundle worker.js with its imports and the
+      // .wasm files it loads.
+      const worker = options.url
+        ? new Worker(options.url, { type: 'module' })
+        : new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+      w = new BlindmatchWorker(worker, 'web');
     } else {
+      // Node: the file next to this one. (Named through a variable, so that
+      // bundlers do not copy it as an asset for the browser.)
+      const file = './worker.js';
+      const url = options.url ?? new URL(/* webpackIgnore: true */ file, import.meta.url);
       const wtName = 'node:worker_threads';
       const { Worker } = await import(/* @vite-ignore */ /* webpackIgnore: true */ wtName);
       w = new BlindmatchWorker(new Worker(url), 'node');

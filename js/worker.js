@@ -93,8 +93,11 @@ const isBrowserWorker =
 if (isBrowserWorker) {
   self.onmessage = (e) => handle(e.data, (msg, transfer) => self.postMessage(msg, transfer));
 } else {
+  // No top-level await: bundlers build workers as classic scripts by
+  // default (Vite: `worker.format` 'iife'), which cannot have one.
   const wtName = 'node:worker_threads';
-  const { parentPort } = await import(/* @vite-ignore */ /* webpackIgnore: true */ wtName);
-  if (!parentPort) throw new Error('blindmatch/worker must run in a Worker');
-  parentPort.on('message', (data) => handle(data, (msg, transfer) => parentPort.postMessage(msg, transfer)));
+  import(/* @vite-ignore */ /* webpackIgnore: true */ wtName).then(({ parentPort }) => {
+    if (!parentPort) throw new Error('blindmatch/worker must run in a Worker');
+    parentPort.on('message', (data) => handle(data, (msg, transfer) => parentPort.postMessage(msg, transfer)));
+  });
 }

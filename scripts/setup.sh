@@ -56,11 +56,15 @@ fi
 # --- npm tools for the package tests --------------------------------------------
 # TypeScript checks the package's declarations (tests/js/types.test.mjs).
 # playwright-core drives Debian's Chromium in the end-to-end login test
-# (tests/js/e2e.test.mjs); it never downloads a browser of its own.
-if [ ! -x target/tools/node_modules/.bin/tsc ] || [ ! -d target/tools/node_modules/playwright-core ]; then
-  log "installing TypeScript and playwright-core into target/tools"
+# (tests/js/e2e.test.mjs); it never downloads a browser of its own. Vite and
+# webpack build an app that uses the package (tests/js/bundlers.test.mjs).
+NPM_TOOLS="typescript@5 playwright-core@1 vite@8 webpack@5"
+if [ ! -x target/tools/node_modules/.bin/tsc ] || [ ! -d target/tools/node_modules/playwright-core ] \
+   || [ ! -d target/tools/node_modules/vite ] || [ ! -d target/tools/node_modules/webpack ]; then
+  log "installing $NPM_TOOLS into target/tools"
   mkdir -p target/tools
-  npm install --prefix target/tools --no-audit --no-fund --loglevel=error typescript@5 playwright-core@1
+  # shellcheck disable=SC2086
+  npm install --prefix target/tools --no-audit --no-fund --loglevel=error $NPM_TOOLS
 fi
 
 log "ready"
