@@ -4,7 +4,16 @@
 // Types of the package entry: the wasm-bindgen API (generated) plus init().
 export * from './blindmatch.js';
 export { BlindmatchWorker } from './client.js';
-export { ServerClient, ServerError, frameKeys, type ServerParams, type VerifyResult } from './server.js';
+export {
+  ServerClient,
+  ServerError,
+  frameKeys,
+  type ServerParams,
+  type VerifyResult,
+  type ServerClientOptions,
+  type ServerHeaders,
+  type RequestOptions,
+} from './server.js';
 
 /** Whether this engine supports WebAssembly 128-bit SIMD. */
 export function simdSupported(): boolean;

@@ -33,15 +33,35 @@ export interface VerifyResult {
   serverMs: Record<string, number>;
 }
 
+/** Headers added to every request: e.g. the `Authorization` an authenticating front end wants. */
+export type ServerHeaders =
+  | Record<string, string>
+  | ((path: string) => Record<string, string> | Promise<Record<string, string>>);
+
+export interface ServerClientOptions {
+  /** Replaces the global fetch. */
+  fetch?: typeof fetch;
+  /** Added to every request; a function is called (and awaited) per request. */
+  headers?: ServerHeaders;
+  /** Longest wait for each request, headers and body, in ms (default 30 000; 0: no limit). A request that runs out rejects with an Error named `TimeoutError`. */
+  timeoutMs?: number;
+}
+
+/** Per call: `signal` cancels the request (the promise rejects with the signal's reason, an `AbortError` by default). */
+export interface RequestOptions {
+  signal?: AbortSignal;
+}
+
 /** A client for blindmatch-server's HTTP API; it moves bytes, the keys stay with `Keys`. */
 export class ServerClient {
-  /** `base`: the server's URL (`''` = this page's origin). `options.fetch` replaces the global fetch. */
-  constructor(base?: string, options?: { fetch?: typeof fetch });
+  /** `base`: the server's URL (`''` = this page's origin). */
+  constructor(base?: string, options?: ServerClientOptions);
   readonly base: string;
-  params(): Promise<ServerParams>;
-  register(user: string, publicKey: Uint8Array, relinKey?: Uint8Array | null): Promise<void>;
-  enroll(user: string, template: Uint8Array, count: number): Promise<void>;
-  verify(user: string, probe: Uint8Array): Promise<VerifyResult>;
+  readonly timeoutMs: number;
+  params(options?: RequestOptions): Promise<ServerParams>;
+  register(user: string, publicKey: Uint8Array, relinKey?: Uint8Array | null, options?: RequestOptions): Promise<void>;
+  enroll(user: string, template: Uint8Array, count: number, options?: RequestOptions): Promise<void>;
+  verify(user: string, probe: Uint8Array, options?: RequestOptions): Promise<VerifyResult>;
   /** Resolves to false when there was no such user. */
-  deleteUser(user: string): Promise<boolean>;
+  deleteUser(user: string, options?: RequestOptions): Promise<boolean>;
 }

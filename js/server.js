@@ -38,20 +38,61 @@ const OCTETS = { 'content-type': 'application/octet-stream' };
 export class ServerClient {
   /**
    * `base`: the server's URL (`''`, the default, means this page's origin;
-   * Node needs an absolute URL). `options.fetch` replaces the global fetch.
+   * Node needs an absolute URL). Options: `fetch` replaces the global fetch;
+   * `headers` are added to every request (an object, or a function, possibly
+   * async, returning one: e.g. a fresh `Authorization` for the authenticating
+   * front end the server sits behind); `timeoutMs` bounds each request
+   * (default 30 000; 0: no limit).
    */
   constructor(base = '', options = {}) {
     this.base = String(base).replace(/\/+$/, '');
     this.fetch = options.fetch ?? ((...args) => globalThis.fetch(...args));
+    const headers = options.headers ?? {};
+    if (typeof headers !== 'function' && (typeof headers !== 'object' || headers === null)) {
+      throw new TypeError('ServerClient: options.headers must be an object or a function returning one');
+    }
+    this.headers = headers;
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    if (!Number.isFinite(timeoutMs) || timeoutMs < 0) {
+      throw new TypeError('ServerClient: options.timeoutMs must be a non-negative number of milliseconds');
+    }
+    this.timeoutMs = timeoutMs;
   }
 
-  async #call(what, path, init = {}) {
+  // `read` takes the body too, so the timeout and the caller's signal cover
+  // the whole exchange, not just the headers.
+  async #call(what, path, init = {}, opts = {}, read = (res) => res) {
+    const extra = typeof this.headers === 'function' ? await this.headers(path) : this.headers;
+    const headers = { ...(extra ?? {}), ...(init.headers ?? {}) };
+    // The caller's signal and the timeout, whichever fires first.
+    const timer = new AbortController();
+    const timeout = this.timeoutMs > 0 ? setTimeout(() => timer.abort(), this.timeoutMs) : null;
+    const onAbort = () => timer.abort();
+    if (opts.signal) {
+      if (opts.signal.aborted) timer.abort();
+      else opts.signal.addEventListener('abort', onAbort, { once: true });
+    }
     let res;
     try {
-      res = await this.fetch(`${this.base}${path}`, { cache: 'no-store', ...init });
+      res = await this.fetch(`${this.base}${path}`, { cache: 'no-store', ...init, headers, signal: timer.signal });
+      return await read(await this.#check(what, res));
     } catch (e) {
+      if (e instanceof ServerError) throw e;
+      if (opts.signal?.aborted) throw opts.signal.reason ?? e;
+      if (timer.signal.aborted) {
+        const err = new Error(`${what}: no answer from the server within ${this.timeoutMs} ms`);
+        err.name = 'TimeoutError';
+        throw err;
+      }
       throw new Error(`${what}: the server cannot be reached (${e.message})`);
+    } finally {
+      if (timeout !== null) clearTimeout(timeout);
+      opts.signal?.removeEventListener('abort', onAbort);
     }
+  }
+
+  /** The response if it is a success; otherwise its `{ error, code }` as a ServerError. */
+  async #check(what, res) {
     if (!res.ok) {
       let code = '';
       let message = res.statusText || 'request failed';
@@ -73,21 +114,21 @@ export class ServerClient {
   }
 
   /** `GET /v1/params`: the parameter id, the dimension, the limits. */
-  async params() {
-    return (await this.#call('reading the server parameters', '/v1/params')).json();
+  async params(opts) {
+    return this.#call('reading the server parameters', '/v1/params', {}, opts, (res) => res.json());
   }
 
   /** `PUT /v1/users/{user}/keys`: registers the public key and, optionally, the relinearization key. */
-  async register(user, publicKey, relinKey) {
+  async register(user, publicKey, relinKey, opts) {
     const body = frameKeys(publicKey, relinKey);
-    await this.#call('registering the keys', this.#user(user, '/keys'), { method: 'PUT', headers: OCTETS, body });
+    await this.#call('registering the keys', this.#user(user, '/keys'), { method: 'PUT', headers: OCTETS, body }, opts);
   }
 
   /** `PUT /v1/users/{user}/template`: stores the template ciphertext holding `count` samples. */
-  async enroll(user, template, count) {
+  async enroll(user, template, count, opts) {
     if (!Number.isInteger(count) || count < 1) throw new TypeError('enroll: count must be a positive integer');
     const path = this.#user(user, `/template?count=${count}`);
-    await this.#call('enrolling the template', path, { method: 'PUT', headers: OCTETS, body: template });
+    await this.#call('enrolling the template', path, { method: 'PUT', headers: OCTETS, body: template }, opts);
   }
 
   /**
@@ -95,9 +136,13 @@ export class ServerClient {
    * (for `Keys.decryptScores`), the number of scores in it and the server's
    * own timings (Server-Timing, in ms) out.
    */
-  async verify(user, probe) {
-    const res = await this.#call('verifying', this.#user(user, '/verify'), { method: 'POST', headers: OCTETS, body: probe });
-    const reply = new Uint8Array(await res.arrayBuffer());
+  async verify(user, probe, opts) {
+    const init = { method: 'POST', headers: OCTETS, body: probe };
+    const res = await this.#call('verifying', this.#user(user, '/verify'), init, opts, async (r) => ({
+      headers: r.headers,
+      reply: new Uint8Array(await r.arrayBuffer()),
+    }));
+    const reply = res.reply;
     const count = Number(res.headers.get('x-template-count'));
     if (!Number.isInteger(count) || count < 1) throw new Error('verifying: the reply has no valid x-template-count header');
     const serverMs = {};
@@ -109,9 +154,9 @@ export class ServerClient {
   }
 
   /** `DELETE /v1/users/{user}`: true if the user was removed, false if there was none. */
-  async deleteUser(user) {
+  async deleteUser(user, opts) {
     try {
-      await this.#call('deleting the user', this.#user(user), { method: 'DELETE' });
+      await this.#call('deleting the user', this.#user(user), { method: 'DELETE' }, opts);
       return true;
     } catch (e) {
       if (e instanceof ServerError && e.status === 404) return false;

@@ -81,3 +81,75 @@ test('frameKeys: u32 LE length, public key, u32 LE length, relinearization key',
   assert.deepEqual(Array.from(framed), [3, 0, 0, 0, 1, 2, 3, 1, 0, 0, 0, 9]);
   assert.deepEqual(Array.from(bm.frameKeys(Uint8Array.of(7))), [1, 0, 0, 0, 7, 0, 0, 0, 0]);
 });
+
+// A server that answers with headers but holds the body back, or never
+// answers at all, and records the headers it was sent.
+async function stallingServer() {
+  const { createServer } = await import('node:http');
+  const seen = [];
+  const open = new Set();
+  const srv = createServer((req, res) => {
+    seen.push({ path: req.url, authorization: req.headers.authorization ?? null });
+    open.add(res);
+    req.resume();
+    if (req.url.startsWith('/v1/params')) {
+      // Headers now, the body never: the timeout must cover the body too.
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"id":');
+    }
+  });
+  srv.on('connection', (s) => s.unref());
+  await new Promise((r) => srv.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${srv.address().port}`,
+    seen,
+    close: () => {
+      for (const r of open) r.destroy();
+      srv.close();
+    },
+  };
+}
+
+test('ServerClient: headers on every request, a timeout over the whole exchange, cancellation', { timeout: 60_000 }, async () => {
+  const s = await stallingServer();
+  try {
+    let n = 0;
+    const client = new bm.ServerClient(s.url, {
+      headers: async (path) => ({ authorization: `Bearer t${++n}:${path}` }),
+      timeoutMs: 300,
+    });
+    assert.equal(client.timeoutMs, 300);
+    const t0 = Date.now();
+    const e = await client.verify('alice', new Uint8Array(8)).then(() => assert.fail('answered'), (x) => x);
+    assert.equal(e.name, 'TimeoutError');
+    assert.match(e.message, /^verifying: no answer from the server within 300 ms$/);
+    const waited = Date.now() - t0;
+    assert.ok(waited >= 250 && waited < 5000, `${waited} ms`);
+    // Headers arrived, the body did not: still a timeout.
+    const e2 = await client.params().then(() => assert.fail('answered'), (x) => x);
+    assert.equal(e2.name, 'TimeoutError');
+    assert.deepEqual(s.seen, [
+      { path: '/v1/users/alice/verify', authorization: 'Bearer t1:/v1/users/alice/verify' },
+      { path: '/v1/params', authorization: 'Bearer t2:/v1/params' },
+    ]);
+
+    // The caller's signal: its reason, at once, whatever the timeout.
+    const patient = new bm.ServerClient(s.url, { headers: { authorization: 'Basic x' }, timeoutMs: 0 });
+    const ac = new AbortController();
+    const pending = patient.deleteUser('bob', { signal: ac.signal });
+    setTimeout(() => ac.abort(), 100);
+    const e3 = await pending.then(() => assert.fail('answered'), (x) => x);
+    assert.equal(e3.name, 'AbortError');
+    assert.equal(s.seen.at(-1).authorization, 'Basic x');
+    // Already aborted: no request at all.
+    const before = s.seen.length;
+    const e4 = await patient.params({ signal: AbortSignal.abort() }).then(() => assert.fail('answered'), (x) => x);
+    assert.equal(e4.name, 'AbortError');
+    assert.equal(s.seen.length, before);
+
+    assert.throws(() => new bm.ServerClient(s.url, { timeoutMs: -1 }), TypeError);
+    assert.throws(() => new bm.ServerClient(s.url, { headers: 'x' }), TypeError);
+  } finally {
+    s.close();
+  }
+});

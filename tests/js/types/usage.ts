@@ -14,6 +14,8 @@ import {
   Ciphertext,
   BlindmatchWorker,
   ServerClient,
+  type ServerClientOptions,
+  type RequestOptions,
   ServerError,
   frameKeys,
   type ServerParams,
@@ -72,6 +74,15 @@ async function main(): Promise<void> {
   } catch (e) {
     if (e instanceof ServerError) console.log(e.status + 1, e.code.length, v.serverMs['match']);
   }
+  const opts: ServerClientOptions = {
+    headers: async (path: string) => ({ authorization: `Bearer ${path.length}` }),
+    timeoutMs: 5000,
+  };
+  const authed = new ServerClient('http://127.0.0.1:8080', opts);
+  const ro: RequestOptions = { signal: AbortSignal.timeout(1000) };
+  await authed.verify('alice', probe, ro);
+  await authed.deleteUser('alice', { signal: new AbortController().signal });
+  console.log(authed.timeoutMs);
   console.log(build, n, id, first, svc.length, slots[0], wide[0], bytes.length, ws.scores, sp.dimension, vs, removed, framed);
 }
 
