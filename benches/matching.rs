@@ -10,8 +10,9 @@
 //!   scoring a plaintext probe against a gallery of 100 000 templates (3 125
 //!   ciphertexts), on one core and on every core, into score buffers kept
 //!   from probe to probe.
-//! * `matching/identify_full_allcores`: the same plus the key holder's
-//!   decryption and ranking.
+//! * `matching/identify_full_1core` and `matching/identify_full_allcores`:
+//!   the key holder's whole identification (scores decrypted, ranked) on one
+//!   core and on every core.
 //! * `matching/client_encrypt_probe` and `matching/client_decrypt_scores`.
 
 use blindmatch::bfv::{Params, Prng, PublicKey, RelinKey, SecretKey};
@@ -137,6 +138,14 @@ fn matching(c: &mut Criterion) {
         b.iter(|| {
             id.score_ciphertexts_into(black_box(&gallery), &prepared, &mut scores)
                 .unwrap()
+        })
+    });
+    g.bench_function("identify_full_1core", |b| {
+        b.iter(|| {
+            one.install(|| {
+                id.identify(black_box(&gallery), &service_sk, &faces[7], 5)
+                    .unwrap()
+            })
         })
     });
     g.bench_function("identify_full_allcores", |b| {

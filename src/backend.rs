@@ -494,6 +494,33 @@ impl Backend {
         }
     }
 
+    /// `Σ_k a_k·x_k + b_k·y_k mod q` for residues below `q`: two dot
+    /// products of equal length, reduced once (the key holder's 1:N scores,
+    /// `matching::fused`).
+    ///
+    /// # Panics
+    /// If the lengths differ.
+    pub fn dot2(self, m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) -> u32 {
+        assert!(
+            a.len() == x.len() && b.len() == y.len() && a.len() == b.len(),
+            "Backend::dot2: length mismatch"
+        );
+        // The vector kernels sum four products per 64-bit lane.
+        #[cfg(target_arch = "x86_64")]
+        let fits = m.value() < 1 << 30 && a.len() < 1 << 24;
+        match self.0 {
+            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx2 if fits => unsafe { avx2::dot2(m, a, x, b, y) },
+            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
+            #[cfg(target_arch = "x86_64")]
+            Kind::Avx512 if fits => unsafe { avx512::dot2(m, a, x, b, y) },
+            // NEON is a baseline feature of its build, so the portable loop
+            // compiles to vector code there.
+            _ => scalar::dot2(m, a, x, b, y),
+        }
+    }
+
     /// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, summed in `f64` in
     /// order, for inputs below `2^31` and sums in `[0, 2^31 - 1)`.
     ///

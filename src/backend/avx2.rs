@@ -712,6 +712,48 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
     }
 }
 
+/// `Σ_k a_k·x_k + b_k·y_k mod q`, equal to [`scalar::dot2`], for residues
+/// below `q < 2^30`: as the AVX-512 kernel, four products per 64-bit lane
+/// summed, their low and high halves accumulated apart.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) -> u32 {
+    debug_assert!(
+        m.value() < 1 << 30 && a.len() == x.len() && b.len() == y.len() && a.len() == b.len()
+    );
+    debug_assert!(a.len() < 1 << 24);
+    let ((av, at), (xv, xt)) = (split_vectors(a), split_vectors(x));
+    let ((bv, bt), (yv, yt)) = (split_vectors(b), split_vectors(y));
+    let mut lanes = [[0u64; 4]; 2];
+    // SAFETY (whole block): AVX2 is enabled here, and the helpers need no
+    // more; the stores write 32 bytes into each `[u64; 4]`.
+    unsafe {
+        let low = _mm256_set1_epi64x(0xffff_ffff);
+        let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        for (((a, x), b), y) in av.iter().zip(xv).zip(bv).zip(yv) {
+            let (a, x, b, y) = (load(a), load(x), load(b), load(y));
+            let even = _mm256_add_epi64(_mm256_mul_epu32(a, x), _mm256_mul_epu32(b, y));
+            let odd = _mm256_add_epi64(
+                _mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(x, 32)),
+                _mm256_mul_epu32(_mm256_srli_epi64(b, 32), _mm256_srli_epi64(y, 32)),
+            );
+            let s = _mm256_add_epi64(even, odd);
+            lo = _mm256_add_epi64(lo, _mm256_and_si256(s, low));
+            hi = _mm256_add_epi64(hi, _mm256_srli_epi64(s, 32));
+        }
+        _mm256_storeu_si256(lanes[0].as_mut_ptr().cast(), lo);
+        _mm256_storeu_si256(lanes[1].as_mut_ptr().cast(), hi);
+    }
+    let (lo, hi): (u64, u64) = (lanes[0].iter().sum(), lanes[1].iter().sum());
+    let head = m.add(
+        m.reduce_u64(lo),
+        m.mul(m.reduce_u64(hi), m.reduce_u64(1 << 32)),
+    );
+    m.add(head, scalar::dot2(m, at, xt, bt, yt))
+}
+
 /// `acc = acc + a · b mod q` (with `SUB`, `acc - a · b`; with `MONT`, the
 /// Montgomery product), bit-identical to [`scalar::mul_acc`].
 ///

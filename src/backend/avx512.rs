@@ -778,6 +778,49 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
     }
 }
 
+/// `Σ_k a_k·x_k + b_k·y_k mod q`, equal to [`scalar::dot2`], for residues
+/// below `q < 2^30`: the four products of a lane (each below `2^60`) are
+/// summed, and the sum's low and high 32-bit halves are accumulated apart,
+/// so nothing overflows before the one reduction at the end.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) -> u32 {
+    debug_assert!(
+        m.value() < 1 << 30 && a.len() == x.len() && b.len() == y.len() && a.len() == b.len()
+    );
+    debug_assert!(a.len() < 1 << 24);
+    let ((av, at), (xv, xt)) = (split_vectors(a), split_vectors(x));
+    let ((bv, bt), (yv, yt)) = (split_vectors(b), split_vectors(y));
+    // SAFETY (whole block): AVX-512F is enabled here, and the helpers need no
+    // more.
+    let (lo, hi) = unsafe {
+        let low = _mm512_set1_epi64(0xffff_ffff);
+        let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        for (((a, x), b), y) in av.iter().zip(xv).zip(bv).zip(yv) {
+            let (a, x, b, y) = (load(a), load(x), load(b), load(y));
+            let even = _mm512_add_epi64(_mm512_mul_epu32(a, x), _mm512_mul_epu32(b, y));
+            let odd = _mm512_add_epi64(
+                _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(x, 32)),
+                _mm512_mul_epu32(_mm512_srli_epi64(b, 32), _mm512_srli_epi64(y, 32)),
+            );
+            let s = _mm512_add_epi64(even, odd);
+            lo = _mm512_add_epi64(lo, _mm512_and_si512(s, low));
+            hi = _mm512_add_epi64(hi, _mm512_srli_epi64(s, 32));
+        }
+        (
+            _mm512_reduce_add_epi64(lo) as u64,
+            _mm512_reduce_add_epi64(hi) as u64,
+        )
+    };
+    let head = m.add(
+        m.reduce_u64(lo),
+        m.mul(m.reduce_u64(hi), m.reduce_u64(1 << 32)),
+    );
+    m.add(head, scalar::dot2(m, at, xt, bt, yt))
+}
+
 /// `acc = acc + a · b mod q` (with `MONT`, the Montgomery product),
 /// bit-identical to [`scalar::mul_acc`].
 ///

@@ -133,6 +133,41 @@ const F64_CHUNK: usize = 64;
 
 /// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, summed in `f64` in the
 /// order of `k`, for inputs below `2^31` and sums in `[0, 2^31 - 1)`.
+/// `Σ_k a_k·x_k + b_k·y_k mod q` for residues below `q`: the products are
+/// summed in 64 bits and reduced before a sum could overflow.
+pub(crate) fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) -> u32 {
+    let q1 = m.value() as u64 - 1;
+    // Pairs of products per 64-bit sum: 2·pairs·(q−1)² ≤ 2^64 − 1.
+    let pairs = (u64::MAX / (q1 * q1).max(1) / 2).max(1) as usize;
+    if u64::MAX / (q1 * q1).max(1) < 2 {
+        // Primes above 2^31.5: one product at a time.
+        return a
+            .iter()
+            .zip(x)
+            .zip(b.iter().zip(y))
+            .fold(0, |acc, ((&a, &x), (&b, &y))| {
+                let acc = m.add(acc, m.reduce_u64(a as u64 * x as u64));
+                m.add(acc, m.reduce_u64(b as u64 * y as u64))
+            });
+    }
+    let mut total = 0;
+    for (((a, x), b), y) in a
+        .chunks(pairs)
+        .zip(x.chunks(pairs))
+        .zip(b.chunks(pairs))
+        .zip(y.chunks(pairs))
+    {
+        let acc: u64 = a
+            .iter()
+            .zip(x)
+            .zip(b.iter().zip(y))
+            .map(|((&a, &x), (&b, &y))| a as u64 * x as u64 + b as u64 * y as u64)
+            .sum();
+        total = m.add(total, m.reduce_u64(acc));
+    }
+    total
+}
+
 pub(crate) fn round_weighted_sum(inputs: &[&[u32]], coeffs: &[f64], out: &mut [u32]) {
     for (c, out) in out.chunks_mut(F64_CHUNK).enumerate() {
         let base = c * F64_CHUNK;

@@ -16,6 +16,13 @@ pub struct PlaintextNtt {
     poly: RnsPoly<Ntt>,
 }
 
+impl PlaintextNtt {
+    /// The residues mod prime `i`, in NTT form.
+    pub(crate) fn limb(&self, i: usize) -> &[u32] {
+        self.poly.limb(i)
+    }
+}
+
 /// A size-2 ciphertext at the top level with its exact extension to the
 /// multiplication base precomputed (NTT form), for repeated
 /// [`Evaluator::multiply_prepared`] / [`Evaluator::multiply_relin_prepared`]:

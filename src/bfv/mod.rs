@@ -29,4 +29,5 @@ pub use keys::{PublicKey, SecretKey};
 pub use params::{Params, ParamsBuilder};
 pub use plaintext::Plaintext;
 pub use rng::{os_seed, Prng};
+pub(crate) use scaling::round_residue_rows_to_t;
 pub use serialize::{ObjectKind, FORMAT_MAGIC, FORMAT_VERSION, HEADER_LEN};

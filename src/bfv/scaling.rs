@@ -222,6 +222,23 @@ pub(crate) fn round_coeffs_to_t(
     out
 }
 
+/// `round(t/Q_l · x) mod t` for values given as residue rows: `rows` holds
+/// `l` rows (one per prime `q_0..q_{l-1}`) of `out.len()` residues each.
+pub(crate) fn round_residue_rows_to_t(params: &Params, rows: &[u32], out: &mut [u32]) {
+    if out.is_empty() {
+        return;
+    }
+    let l = rows.len() / out.len();
+    let backend = params.plans_q()[0].backend();
+    round_rows(
+        params.level(l),
+        params.plaintext_modulus(),
+        rows,
+        out,
+        backend,
+    );
+}
+
 /// `log2(Q / (2·t·‖x mod Q‖))`-style invariant noise budget (diagnostic).
 pub(crate) fn noise_budget(params: &Params, x: &RnsPoly<Coeff>, l: usize) -> Result<f64, BfvError> {
     let q = &params.ciphertext_primes()[..l];

@@ -8,6 +8,7 @@
 use crate::bfv::{Ciphertext, Evaluator, Params, PlaintextNtt, PublicKey, SecretKey};
 use crate::error::MatchError;
 
+use super::fused::FusedScorer;
 use super::pack::{pack_probe, score_position, templates_per_ciphertext};
 use super::quantize::Quantizer;
 
@@ -79,7 +80,7 @@ impl Gallery {
             params: params.clone(),
             ev: Evaluator::new(params),
             dim,
-            stored_limbs: params.limbs().saturating_sub(1).max(1),
+            stored_limbs: stored_limbs(params),
             cts: Vec::new(),
             counts: Vec::new(),
             erased: Vec::new(),
@@ -217,6 +218,11 @@ impl Gallery {
     }
 }
 
+/// Primes a gallery ciphertext keeps: all but one.
+fn stored_limbs(params: &Params) -> usize {
+    params.limbs().saturating_sub(1).max(1)
+}
+
 /// Bits `0..count` set.
 fn low_bits(count: usize) -> u64 {
     if count >= 64 {
@@ -232,15 +238,20 @@ pub struct Identifier {
     params: Params,
     ev: Evaluator,
     quantizer: Quantizer,
+    /// The key holder's scores read without forming products, at the level
+    /// galleries are stored at (see [`super::fused`]).
+    fused: Option<FusedScorer>,
 }
 
 impl Identifier {
     /// An identifier for probes of dimension `dim`.
     pub fn new(params: &Params, dim: usize) -> Result<Self, MatchError> {
+        let quantizer = Quantizer::new(params, dim)?;
         Ok(Self {
             params: params.clone(),
             ev: Evaluator::new(params),
-            quantizer: Quantizer::new(params, dim)?,
+            quantizer,
+            fused: FusedScorer::new(params, dim, stored_limbs(params)),
         })
     }
 
@@ -289,23 +300,55 @@ impl Identifier {
         embedding: &[f32],
         top_k: usize,
     ) -> Result<Vec<Match>, MatchError> {
+        self.params.check(sk.params())?;
+        self.params.check(&gallery.params)?;
         let probe = self.prepare_probe(embedding)?;
         let dim = self.quantizer.dim();
+        if gallery.dim != dim {
+            return Err(MatchError::WrongLength {
+                expected: dim,
+                actual: gallery.dim,
+            });
+        }
         let per = templates_per_ciphertext(&self.params, dim);
-        let positions: Vec<usize> = (0..per).map(|k| score_position(dim, k)).collect();
         let t = self.params.plaintext_modulus();
-        // Per-thread scratch: the product is written into the same buffers
-        // for every gallery ciphertext, and only the score coefficients are
-        // rounded.
-        let scores: Vec<Vec<i64>> = crate::backend::par_map_init(
-            &gallery.cts,
-            || Ciphertext::new(&self.params, Vec::new()),
-            |scratch, ct| {
-                self.ev.multiply_plain_into(ct, &probe, scratch)?;
-                let raw = sk.decrypt_coefficients(scratch, &positions)?;
-                Ok::<_, MatchError>(raw.into_iter().map(|v| crate::bfv::centred(v, t)).collect())
-            },
-        )?;
+        let centre =
+            |raw: &[u32]| -> Vec<i64> { raw.iter().map(|&v| crate::bfv::centred(v, t)).collect() };
+        let scores: Vec<Vec<i64>> = match self
+            .fused
+            .as_ref()
+            .filter(|f| f.limbs() == gallery.stored_limbs)
+        {
+            // The scores straight from the gallery (see `super::fused`),
+            // with per-thread scratch for the residues.
+            Some(f) => {
+                let fp = f.prepare(&self.params, &probe, sk);
+                crate::backend::par_map_init(
+                    &gallery.cts,
+                    || (vec![0u32; f.limbs() * per], vec![0u32; per]),
+                    |(rows, raw), ct| {
+                        f.score_residues(ct, &fp, rows);
+                        crate::bfv::round_residue_rows_to_t(&self.params, rows, raw);
+                        Ok::<_, MatchError>(centre(raw))
+                    },
+                )?
+            }
+            // Per-thread scratch: the product is written into the same
+            // buffers for every gallery ciphertext, and only the score
+            // coefficients are rounded.
+            None => {
+                let positions: Vec<usize> = (0..per).map(|k| score_position(dim, k)).collect();
+                crate::backend::par_map_init(
+                    &gallery.cts,
+                    || Ciphertext::new(&self.params, Vec::new()),
+                    |scratch, ct| {
+                        self.ev.multiply_plain_into(ct, &probe, scratch)?;
+                        let raw = sk.decrypt_coefficients(scratch, &positions)?;
+                        Ok::<_, MatchError>(centre(&raw))
+                    },
+                )?
+            }
+        };
         let mut all: Vec<Match> = Vec::new();
         for (ci, s) in scores.iter().enumerate() {
             let erased = gallery.erased[ci];
@@ -320,8 +363,17 @@ impl Identifier {
                 });
             }
         }
-        all.sort_by(|a, b| b.score.cmp(&a.score).then(a.index.cmp(&b.index)));
-        all.truncate(top_k);
+        // Best first, ties by index: a total order, so selecting the first
+        // `top_k` and sorting only them gives what sorting everything would.
+        let order = |a: &Match, b: &Match| b.score.cmp(&a.score).then(a.index.cmp(&b.index));
+        if top_k == 0 {
+            return Ok(Vec::new());
+        }
+        if all.len() > top_k {
+            all.select_nth_unstable_by(top_k - 1, order);
+            all.truncate(top_k);
+        }
+        all.sort_by(order);
         Ok(all)
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod accuracy;
 pub mod client;
+mod fused;
 mod identify;
 pub mod pack;
 mod quantize;

@@ -4,6 +4,33 @@ use super::oracle::{awkward_inputs, backends, degrees, primes_for, Rng};
 use blindmatch::{arith::Modulus, Backend, NttPlan};
 
 suite_test! {
+    fn every_backend_dot2_is_exact() {
+        // Σ a·x + b·y mod q against u128 arithmetic: random residues and the
+        // largest ones (every input q − 1), lengths around the vector widths,
+        // primes the vector kernels take (below 2^30) and wider ones (the
+        // scalar sums, one product at a time above 2^31.5).
+        let mut rng = Rng::new(12);
+        let mut qs = primes_for(4096);
+        qs.extend(blindmatch::arith::ntt_primes(31, 4096, 1).unwrap_or_default());
+        qs.push(4_294_967_291);
+        for q in qs {
+            let Ok(m) = Modulus::new(q as u64) else { continue };
+            for len in [0, 1, 7, 8, 15, 16, 17, 31, 64, 128, 129, 512, 4096] {
+                let random: Vec<Vec<u32>> = (0..4).map(|_| (0..len).map(|_| rng.below(q)).collect()).collect();
+                let top = vec![vec![q - 1; len]; 4];
+                for v in [random, top] {
+                    let want = (v[0].iter().zip(&v[1]).chain(v[2].iter().zip(&v[3])))
+                        .map(|(&a, &x)| a as u128 * x as u128)
+                        .sum::<u128>()
+                        % q as u128;
+                    for b in backends() {
+                        assert_eq!(b.dot2(&m, &v[0], &v[1], &v[2], &v[3]) as u128, want, "q={q} len={len} {b:?}");
+                    }
+                }
+            }
+        }
+    }
+
     fn every_backend_matches_scalar_ntt() {
         let mut rng = Rng::new(5);
         for &n in degrees() {

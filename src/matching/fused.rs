@@ -1,0 +1,239 @@
+//! The key holder's 1:N scores without forming the score ciphertexts.
+//!
+//! A score is coefficient `j = d·m + r` (`r = d − 1`) of the decrypted
+//! product `g·p`. In the NTT domain the phase of that product is
+//! `â_k = g0_k·p_k + g1_k·p_k·s_k`, where `â_k = a(v_k)` is the polynomial
+//! evaluated at the k-th root `v_k` of `X^n + 1`; so
+//!
+//! ```text
+//! a_j = n⁻¹ Σ_k â_k v_k^(−j) = n⁻¹ Σ_k â_k · v_k^(−r) · (v_k^d)^(−m).
+//! ```
+//!
+//! `u_k = v_k^d` takes `n/d` values, each on `d` roots; in the transform's
+//! order those roots form contiguous blocks (checked when the tables are
+//! built). With `P0_k = p_k·w_k`, `P1_k = p_k·s_k·w_k` and `w_k = v_k^(−r)`
+//! made once per probe, a gallery ciphertext costs one dot product per block
+//! (`S_b = Σ_{k∈b} g0_k·P0_k + g1_k·P1_k`, two products per residue, as
+//! many as `multiply_plain`) and an `n/d × n/d` combination
+//! `a_{d·m+r} = Σ_b n⁻¹·u_b^(−m)·S_b`. The residues are those the inverse
+//! transform would give, exactly, so the rounded scores are the same as
+//! decrypting the product; no product and no inverse transform is made, and
+//! nothing is written per gallery ciphertext.
+
+use crate::bfv::{Ciphertext, Params, PlaintextNtt, SecretKey};
+
+/// Per prime: the weights and the final combination.
+#[derive(Clone, Debug)]
+struct LimbTables {
+    /// `w_k = v_k^(−r)`.
+    w: Vec<u32>,
+    /// `n⁻¹·u_b^(−m)`, row `m`, column `b` (`n/d × n/d`).
+    combine: Vec<u32>,
+    /// Products summed in 64 bits before one reduction: `(q−1)²·terms < 2^64`.
+    terms: usize,
+}
+
+/// Tables for scoring at dimension `d`, over the first `limbs` primes.
+#[derive(Clone, Debug)]
+pub(crate) struct FusedScorer {
+    dim: usize,
+    blocks: usize,
+    limbs: Vec<LimbTables>,
+}
+
+/// A probe prepared for one key: `P0` and `P1` per limb.
+#[derive(Clone, Debug)]
+pub(crate) struct FusedProbe {
+    /// Limb-major, `2·n` per limb: `P0` then `P1`.
+    p: Vec<u32>,
+}
+
+impl FusedScorer {
+    /// The tables, or `None` if the transform's order does not put each
+    /// class of roots in one block (then the caller decrypts products).
+    pub(crate) fn new(params: &Params, dim: usize, limbs: usize) -> Option<Self> {
+        let n = params.degree();
+        if dim == 0 || !n.is_multiple_of(dim) || limbs == 0 || limbs > params.limbs() {
+            return None;
+        }
+        let blocks = n / dim;
+        let r = (dim - 1) as u64;
+        let mut out = Vec::with_capacity(limbs);
+        for plan in &params.plans_q()[..limbs] {
+            let m = plan.modulus();
+            let q = m.value();
+            // v_k: the transform of the monomial X.
+            let mut v = vec![0u32; n];
+            v[1] = 1;
+            plan.forward(&mut v);
+            let mut class = Vec::with_capacity(blocks);
+            let mut w = Vec::with_capacity(n);
+            for (b, block) in v.chunks_exact(dim).enumerate() {
+                let u_b = m.pow(block[0] % q, dim as u64);
+                for &vk in block {
+                    let vk = vk % q;
+                    if m.pow(vk, dim as u64) != u_b {
+                        return None;
+                    }
+                    w.push(m.pow(m.inv(vk), r));
+                }
+                if class[..b].contains(&u_b) {
+                    return None;
+                }
+                class.push(u_b);
+            }
+            let n_inv = m.inv(m.reduce_u32(n as u32));
+            let mut combine = vec![0u32; blocks * blocks];
+            for (b, &u) in class.iter().enumerate() {
+                let u_inv = m.inv(u);
+                let mut x = n_inv;
+                for row in 0..blocks {
+                    combine[row * blocks + b] = x;
+                    x = m.mul(x, u_inv);
+                }
+            }
+            let max = (q as u64 - 1) * (q as u64 - 1);
+            out.push(LimbTables {
+                w,
+                combine,
+                terms: (u64::MAX / max) as usize,
+            });
+        }
+        Some(Self {
+            dim,
+            blocks,
+            limbs: out,
+        })
+    }
+
+    /// Primes the tables cover (the gallery's level).
+    pub(crate) fn limbs(&self) -> usize {
+        self.limbs.len()
+    }
+
+    /// `P0 = p·w` and `P1 = p·s·w` for a probe and the key holder's key.
+    pub(crate) fn prepare(
+        &self,
+        params: &Params,
+        probe: &PlaintextNtt,
+        sk: &SecretKey,
+    ) -> FusedProbe {
+        let n = params.degree();
+        let mut p = vec![0u32; 2 * n * self.limbs.len()];
+        for (i, (t, plan)) in self.limbs.iter().zip(params.plans_q()).enumerate() {
+            let m = plan.modulus();
+            let (p0, p1) = p[2 * n * i..2 * n * (i + 1)].split_at_mut(n);
+            let pk = probe.limb(i);
+            // The key is held as s·2^32: one Montgomery product gives p·s.
+            let s = sk.s.limb(i);
+            for k in 0..n {
+                let x = m.reduce_u32(pk[k]);
+                p0[k] = m.mul(x, t.w[k]);
+                p1[k] = m.mul(m.mont_mul(x, s[k]), t.w[k]);
+            }
+        }
+        FusedProbe { p }
+    }
+
+    /// The residues of the score coefficients of `ct·probe`, decrypted:
+    /// `rows[i·blocks + m]` is coefficient `d·m + d − 1` mod prime `i`.
+    /// `ct` is at this scorer's level.
+    pub(crate) fn score_residues(&self, ct: &Ciphertext, probe: &FusedProbe, rows: &mut [u32]) {
+        let n = self.dim * self.blocks;
+        let (g0, g1) = (&ct.polys()[0], &ct.polys()[1]);
+        let mut sums = vec![0u32; self.blocks];
+        for (i, (t, plan)) in self.limbs.iter().zip(ct.params().plans_q()).enumerate() {
+            let pp = &probe.p[2 * n * i..2 * n * (i + 1)];
+            let (p0, p1) = pp.split_at(n);
+            let (a, b) = (g0.limb(i), g1.limb(i));
+            let (m, backend) = (plan.modulus(), plan.backend());
+            for (blk, s) in sums.iter_mut().enumerate() {
+                let r = blk * self.dim..(blk + 1) * self.dim;
+                *s = backend.dot2(m, &a[r.clone()], &p0[r.clone()], &b[r.clone()], &p1[r]);
+            }
+            let out = &mut rows[i * self.blocks..(i + 1) * self.blocks];
+            let row_chunk = t.terms.max(1);
+            for (mrow, o) in out.iter_mut().enumerate() {
+                let coef = &t.combine[mrow * self.blocks..(mrow + 1) * self.blocks];
+                let mut total = 0u32;
+                for (c, s) in coef.chunks(row_chunk).zip(sums.chunks(row_chunk)) {
+                    let acc: u64 = c.iter().zip(s).map(|(&x, &y)| x as u64 * y as u64).sum();
+                    total = m.add(total, m.reduce_u64(acc));
+                }
+                *o = total;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfv::{Evaluator, Plaintext, Prng, PublicKey};
+    use crate::matching::DIMENSIONS;
+
+    /// The residues equal those of the decrypted product's score
+    /// coefficients (the product formed, its phase inverse-transformed), at
+    /// every dimension, for the preset (29-bit primes) and for 30-bit primes
+    /// (fewer products per 64-bit sum); and the rounded scores equal
+    /// `decrypt_coefficients`.
+    #[test]
+    fn residues_equal_the_decrypted_products() {
+        let primes = crate::arith::ntt_primes(30, 4096, 3).unwrap();
+        let wide = Params::builder()
+            .degree(4096)
+            .plaintext_modulus(65537)
+            .ciphertext_primes(&primes[..2].iter().map(|&q| q as u64).collect::<Vec<_>>())
+            .special_prime(primes[2] as u64)
+            .build()
+            .unwrap();
+        let mut rng = Prng::from_seed([5; 32]);
+        for params in [Params::auth4096(), wide] {
+            let n = params.degree();
+            let t = params.plaintext_modulus();
+            let sk = SecretKey::generate_with(&params, &mut rng);
+            let pk = PublicKey::new_with(&sk, &mut rng);
+            let ev = Evaluator::new(&params);
+            let level = params.limbs() - 1;
+            for dim in DIMENSIONS {
+                let f = FusedScorer::new(&params, dim, level)
+                    .expect("each class of roots is one block");
+                let blocks = n / dim;
+                // Messages and probes over the whole of Z_t, not only
+                // quantized values: the identity holds for any.
+                let coeffs =
+                    |rng: &mut Prng| -> Vec<u32> { (0..n).map(|_| rng.next_u32() % t).collect() };
+                let msg = Plaintext::from_coeffs(&params, &coeffs(&mut rng)).unwrap();
+                let ct = ev
+                    .mod_switch_to(&pk.encrypt_with(&msg, &mut rng).unwrap(), level)
+                    .unwrap();
+                let probe = ev
+                    .prepare_plain(&Plaintext::from_coeffs(&params, &coeffs(&mut rng)).unwrap())
+                    .unwrap();
+                let fp = f.prepare(&params, &probe, &sk);
+                let mut rows = vec![0u32; level * blocks];
+                f.score_residues(&ct, &fp, &mut rows);
+                let mut prod = crate::bfv::Ciphertext::new(&params, Vec::new());
+                ev.multiply_plain_into(&ct, &probe, &mut prod).unwrap();
+                let phase = sk.phase(&prod).unwrap();
+                for i in 0..level {
+                    for m in 0..blocks {
+                        assert_eq!(
+                            rows[i * blocks + m],
+                            phase.limb(i)[dim * m + dim - 1],
+                            "d={dim} prime {i} block {m}"
+                        );
+                    }
+                }
+                let positions: Vec<usize> = (0..blocks).map(|m| dim * m + dim - 1).collect();
+                let mut raw = vec![0u32; blocks];
+                crate::bfv::round_residue_rows_to_t(&params, &rows, &mut raw);
+                assert_eq!(
+                    raw,
+                    sk.decrypt_coefficients(&prod, &positions).unwrap(),
+                    "d={dim}"
+                );
+            }
+        }
+    }
+}
