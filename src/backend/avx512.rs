@@ -36,7 +36,7 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::backend::{scalar, MONT_TERMS};
+use crate::backend::{scalar, DOT2_PREFETCH, MONT_TERMS};
 use crate::ntt::{InvScale, NttTables};
 
 /// Lanes per register.
@@ -783,6 +783,10 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
 /// summed, and the sum's low and high 32-bit halves are accumulated apart,
 /// so nothing overflows before the one reduction at the end.
 ///
+/// The caller streams through much longer arrays than `a` and `b` (a
+/// gallery, block after block), so the kernel prefetches
+/// [`DOT2_PREFETCH`] words past where it reads them: a hint, never a read.
+///
 /// # Safety
 /// The CPU supports AVX-512F.
 #[target_feature(enable = "avx512f")]
@@ -799,6 +803,8 @@ pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32
         let low = _mm512_set1_epi64(0xffff_ffff);
         let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
         for (((a, x), b), y) in av.iter().zip(xv).zip(bv).zip(yv) {
+            _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(DOT2_PREFETCH).cast());
+            _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(DOT2_PREFETCH).cast());
             let (a, x, b, y) = (load(a), load(x), load(b), load(y));
             let even = _mm512_add_epi64(_mm512_mul_epu32(a, x), _mm512_mul_epu32(b, y));
             let odd = _mm512_add_epi64(
