@@ -89,13 +89,16 @@ fn avx512_detected() -> bool {
 #[cfg(target_arch = "x86_64")]
 pub(crate) const MONT_TERMS: usize = 6;
 
-/// How far ahead the x86_64 [`Backend::dot2`] kernels prefetch `a` and
-/// `b`, in words: 4 KiB. On the development machine, with the gallery
-/// streamed from memory, the key holder's 1:N identification took 18 ms per
-/// 100 000 templates on one core without prefetching, and 14.5 / 12.5 /
-/// 11.0 / 12.6 / 15.3 ms prefetching 1, 2, 4, 8 and 16 KiB ahead.
+/// How far ahead, in words (4 KiB), the x86_64 kernels that stream through
+/// a whole gallery prefetch it: [`Backend::dot2`] (the key holder's 1:N
+/// scores) and [`Backend::mul_streaming`] (score ciphertexts). A hint, never
+/// a read. On the development machine, per 100 000 templates on one core:
+/// the key holder's identification took 18 ms without prefetching and
+/// 14.5 / 12.5 / 11.0 / 12.6 / 15.3 ms prefetching 1, 2, 4, 8 and 16 KiB
+/// ahead; the score ciphertexts 21 ms without, and 14.0 / 13.5 / 14.4 ms
+/// with 2, 4 and 8 KiB.
 #[cfg(target_arch = "x86_64")]
-pub(crate) const DOT2_PREFETCH: usize = 1024;
+pub(crate) const STREAM_PREFETCH: usize = 1024;
 
 impl Backend {
     /// The portable backend, compiled on every target.

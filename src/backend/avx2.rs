@@ -30,7 +30,7 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::backend::{scalar, DOT2_PREFETCH, MONT_TERMS};
+use crate::backend::{scalar, STREAM_PREFETCH, MONT_TERMS};
 use crate::ntt::{InvScale, NttTables};
 
 /// Smallest `n` these kernels handle: one 64-coefficient block (eight rows of
@@ -703,6 +703,7 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
         mul::<false>(m, &a[..h], &b[..h], head);
         let k = ProductConsts::new(m);
         for ((o, x), y) in body.iter_mut().zip(av).zip(bv) {
+            _mm_prefetch::<_MM_HINT_T0>(x.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
             _mm256_stream_si256(o.0.as_mut_ptr().cast(), k.mul(load(x), load(y)));
         }
         // Orders the streaming stores before whatever the caller does next
@@ -736,8 +737,8 @@ pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32
         for (((a, x), b), y) in av.iter().zip(xv).zip(bv).zip(yv) {
             // As in the AVX-512 kernel: a hint, never a read. Every other
             // vector starts a new 64-byte line.
-            _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(DOT2_PREFETCH).cast());
-            _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(DOT2_PREFETCH).cast());
+            _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+            _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
             let (a, x, b, y) = (load(a), load(x), load(b), load(y));
             let even = _mm256_add_epi64(_mm256_mul_epu32(a, x), _mm256_mul_epu32(b, y));
             let odd = _mm256_add_epi64(

@@ -36,7 +36,7 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::backend::{scalar, DOT2_PREFETCH, MONT_TERMS};
+use crate::backend::{scalar, STREAM_PREFETCH, MONT_TERMS};
 use crate::ntt::{InvScale, NttTables};
 
 /// Lanes per register.
@@ -769,6 +769,7 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
         mul::<false>(m, &a[..h], &b[..h], head);
         let k = ProductConsts::new(m);
         for ((o, x), y) in body.iter_mut().zip(av).zip(bv) {
+            _mm_prefetch::<_MM_HINT_T0>(x.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
             _mm512_stream_si512(o.0.as_mut_ptr().cast(), k.mul(load(x), load(y)));
         }
         // Orders the streaming stores before whatever the caller does next
@@ -785,7 +786,7 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
 ///
 /// The caller streams through much longer arrays than `a` and `b` (a
 /// gallery, block after block), so the kernel prefetches
-/// [`DOT2_PREFETCH`] words past where it reads them: a hint, never a read.
+/// [`STREAM_PREFETCH`] words past where it reads them: a hint, never a read.
 ///
 /// # Safety
 /// The CPU supports AVX-512F.
@@ -803,8 +804,8 @@ pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32
         let low = _mm512_set1_epi64(0xffff_ffff);
         let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
         for (((a, x), b), y) in av.iter().zip(xv).zip(bv).zip(yv) {
-            _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(DOT2_PREFETCH).cast());
-            _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(DOT2_PREFETCH).cast());
+            _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+            _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
             let (a, x, b, y) = (load(a), load(x), load(b), load(y));
             let even = _mm512_add_epi64(_mm512_mul_epu32(a, x), _mm512_mul_epu32(b, y));
             let odd = _mm512_add_epi64(
