@@ -30,7 +30,7 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::backend::{scalar, STREAM_PREFETCH, MONT_TERMS};
+use crate::backend::{scalar, MONT_TERMS, STREAM_PREFETCH};
 use crate::ntt::{InvScale, NttTables};
 
 /// Smallest `n` these kernels handle: one 64-coefficient block (eight rows of
