@@ -209,6 +209,9 @@ pub enum MatchError {
     /// A gallery has no template at this index (never added, or erased).
     #[error("the gallery has no template {index}")]
     UnknownTemplate { index: usize },
+    /// A gallery of another embedding dimension than the identifier's.
+    #[error("the gallery holds templates of dimension {found}, not {expected}")]
+    GalleryDimension { expected: usize, found: usize },
     /// An erasure computed before another change to the same ciphertext.
     #[error(
         "the gallery changed since the erasure of template {index} was computed; compute it again"

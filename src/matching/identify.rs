@@ -305,9 +305,9 @@ impl Identifier {
         let probe = self.prepare_probe(embedding)?;
         let dim = self.quantizer.dim();
         if gallery.dim != dim {
-            return Err(MatchError::WrongLength {
+            return Err(MatchError::GalleryDimension {
                 expected: dim,
-                actual: gallery.dim,
+                found: gallery.dim,
             });
         }
         let per = templates_per_ciphertext(&self.params, dim);

@@ -439,5 +439,10 @@ suite_test! {
         let osk = SecretKey::generate_with(&other, &mut prng);
         let opk = PublicKey::new_with(&osk, &mut prng);
         assert!(matches!(gallery.erase(0, &osk, &opk), Err(MatchError::Bfv(_))));
+        // An identifier of another dimension refuses the gallery.
+        assert_eq!(
+            id_of(64).identify(&gallery, &sk, &[1.0; 64], 1),
+            Err(MatchError::GalleryDimension { expected: 64, found: 128 })
+        );
     }
 }
