@@ -41,11 +41,24 @@ pub(crate) struct FusedScorer {
     limbs: Vec<LimbTables>,
 }
 
-/// A probe prepared for one key: `P0` and `P1` per limb.
-#[derive(Clone, Debug)]
+/// A probe prepared for one key: `P0` and `P1` per limb. `P1` carries the
+/// secret key (`s = P1 / (p·w)` wherever `p` is nonzero), so it is zeroized
+/// when dropped and never printed.
 pub(crate) struct FusedProbe {
     /// Limb-major, `2·n` per limb: `P0` then `P1`.
     p: Vec<u32>,
+}
+
+impl Drop for FusedProbe {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(&mut self.p);
+    }
+}
+
+impl std::fmt::Debug for FusedProbe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("FusedProbe { .. }")
+    }
 }
 
 impl FusedScorer {
@@ -211,6 +224,7 @@ mod tests {
                     .prepare_plain(&Plaintext::from_coeffs(&params, &coeffs(&mut rng)).unwrap())
                     .unwrap();
                 let fp = f.prepare(&params, &probe, &sk);
+                assert_eq!(format!("{fp:?}"), "FusedProbe { .. }");
                 let mut rows = vec![0u32; level * blocks];
                 f.score_residues(&ct, &fp, &mut rows);
                 let mut prod = crate::bfv::Ciphertext::new(&params, Vec::new());

@@ -524,6 +524,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/v1/users/{user}/keys", put(put_keys))
         .route("/v1/users/{user}/template", put(put_template))
         .route("/v1/users/{user}/verify", post(verify))
+        .route("/v1/galleries", get(gallery_list))
         .route(
             "/v1/galleries/{gallery}",
             get(gallery_info).delete(gallery_delete),
@@ -1080,6 +1081,25 @@ async fn gallery_add(
             templates,
         }),
     ))
+}
+
+/// `GET /v1/galleries`: every gallery with its counts, by name.
+async fn gallery_list(State(st): State<Arc<AppState>>) -> ApiResult<Json<serde_json::Value>> {
+    let svc = service(&st)?;
+    let galleries: Vec<serde_json::Value> = svc
+        .galleries
+        .list()?
+        .into_iter()
+        .map(|(gallery, templates, erased, ciphertexts)| {
+            serde_json::json!({
+                "gallery": gallery,
+                "templates": templates,
+                "erased": erased,
+                "ciphertexts": ciphertexts,
+            })
+        })
+        .collect();
+    Ok(Json(serde_json::json!({ "galleries": galleries })))
 }
 
 /// `GET /v1/galleries/{gallery}`: counts, no ciphertext bytes.

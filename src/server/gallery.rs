@@ -59,6 +59,18 @@ impl Galleries {
         })
     }
 
+    /// Every gallery's name and counts (templates, erased, ciphertexts), by
+    /// name.
+    pub fn list(&self) -> Result<Vec<(String, usize, usize, usize)>, ApiError> {
+        let map = self.map.read().map_err(|_| poisoned())?;
+        let mut out: Vec<_> = map
+            .iter()
+            .map(|(name, g)| (name.clone(), g.len(), g.erased(), g.ciphertexts()))
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
     /// Number of galleries and of templates in all of them.
     pub fn stats(&self) -> (usize, usize) {
         self.map

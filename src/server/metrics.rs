@@ -15,7 +15,7 @@ const BUCKETS_US: [u64; 12] = [
 
 /// The routes counted apart; anything else (static files, unknown paths)
 /// counts as `other`.
-pub const ROUTES: [&str; 13] = [
+pub const ROUTES: [&str; 14] = [
     "/healthz",
     "/metrics",
     "/v1/params",
@@ -24,6 +24,7 @@ pub const ROUTES: [&str; 13] = [
     "/v1/users/{user}/template",
     "/v1/users/{user}/verify",
     "/v1/service/public-key",
+    "/v1/galleries",
     "/v1/galleries/{gallery}",
     "/v1/galleries/{gallery}/templates",
     "/v1/galleries/{gallery}/templates/{index}",
