@@ -13,6 +13,10 @@ export {
   type ServerClientOptions,
   type ServerHeaders,
   type RequestOptions,
+  type GalleryAdded,
+  type GalleryInfo,
+  type IdentifyMatch,
+  type IdentifyResult,
 } from './server.js';
 
 /** Whether this engine supports WebAssembly 128-bit SIMD. */

@@ -33,6 +33,39 @@ export interface VerifyResult {
   serverMs: Record<string, number>;
 }
 
+/** `POST /v1/galleries/{gallery}/templates` */
+export interface GalleryAdded {
+  gallery: string;
+  /** Index of this ciphertext's first template in the gallery. */
+  first_index: number;
+  count: number;
+  /** Templates in the gallery now (erased ones not counted). */
+  templates: number;
+}
+
+export interface IdentifyMatch {
+  /** The template's index in its gallery. */
+  index: number;
+  /** Exact integer inner product of the quantized embeddings. */
+  score: number;
+  cosine: number;
+}
+
+/** `POST /v1/galleries/{gallery}/identify` */
+export interface IdentifyResult {
+  gallery: string;
+  /** Best first. */
+  matches: IdentifyMatch[];
+}
+
+/** One entry of `GET /v1/galleries` */
+export interface GalleryInfo {
+  gallery: string;
+  templates: number;
+  erased: number;
+  ciphertexts: number;
+}
+
 /** Headers added to every request: e.g. the `Authorization` an authenticating front end wants. */
 export type ServerHeaders =
   | Record<string, string>
@@ -64,4 +97,15 @@ export class ServerClient {
   verify(user: string, probe: Uint8Array, options?: RequestOptions): Promise<VerifyResult>;
   /** Resolves to false when there was no such user. */
   deleteUser(user: string, options?: RequestOptions): Promise<boolean>;
+  /** 1:N (a server started with `--service-key`): the service public key, for `PublicKeyEncryptor.fromPublicKey`. */
+  servicePublicKey(options?: RequestOptions): Promise<Uint8Array>;
+  /** Appends one ciphertext of `count` templates (from `PublicKeyEncryptor.encryptTemplates`). */
+  addGalleryTemplates(gallery: string, ciphertext: Uint8Array, count: number, options?: RequestOptions): Promise<GalleryAdded>;
+  /** The best `topK` (default 5, at most 100) matches of an embedding; the embedding is sent in the clear. */
+  identify(gallery: string, embedding: Float32Array | number[], topK?: number, options?: RequestOptions): Promise<IdentifyResult>;
+  galleries(options?: RequestOptions): Promise<GalleryInfo[]>;
+  /** Erases one template; the others keep their indices. */
+  eraseGalleryTemplate(gallery: string, index: number, options?: RequestOptions): Promise<void>;
+  /** Resolves to false when there was no such gallery. */
+  deleteGallery(gallery: string, options?: RequestOptions): Promise<boolean>;
 }

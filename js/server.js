@@ -1,5 +1,6 @@
 // A client for blindmatch-server's HTTP API (the repository's docs/API.md):
-// register a user's keys, enroll templates, verify a probe, delete a user.
+// register a user's keys, enroll templates, verify a probe, delete a user;
+// and, against a server with a service key, 1:N galleries.
 // It moves bytes only: keys, templates and probes come from `Keys` (or the
 // worker), and the reply goes back to `Keys.decryptScores`. Uses the global
 // `fetch` (browsers, Node 18+) unless one is given.
@@ -113,6 +114,11 @@ export class ServerClient {
     return `/v1/users/${encodeURIComponent(user)}${rest}`;
   }
 
+  #gallery(gallery, rest = '') {
+    if (typeof gallery !== 'string' || gallery === '') throw new TypeError('the gallery name must be a non-empty string');
+    return `/v1/galleries/${encodeURIComponent(gallery)}${rest}`;
+  }
+
   /** `GET /v1/params`: the parameter id, the dimension, the limits. */
   async params(opts) {
     return this.#call('reading the server parameters', '/v1/params', {}, opts, (res) => res.json());
@@ -151,6 +157,64 @@ export class ServerClient {
       if (m) serverMs[m[1]] = Number(m[2]);
     }
     return { reply, count, serverMs };
+  }
+
+  // --- 1:N identification (a server started with `--service-key`) ---------
+
+  /** `GET /v1/service/public-key`: for `PublicKeyEncryptor.fromPublicKey`. */
+  async servicePublicKey(opts) {
+    return this.#call('reading the service public key', '/v1/service/public-key', {}, opts, async (r) =>
+      new Uint8Array(await r.arrayBuffer()));
+  }
+
+  /**
+   * `POST /v1/galleries/{gallery}/templates`: appends one ciphertext of
+   * `count` templates (from `PublicKeyEncryptor.encryptTemplates`); resolves
+   * to `{ gallery, first_index, count, templates }`.
+   */
+  async addGalleryTemplates(gallery, ciphertext, count, opts) {
+    if (!Number.isInteger(count) || count < 1) throw new TypeError('addGalleryTemplates: count must be a positive integer');
+    const path = this.#gallery(gallery, `/templates?count=${count}`);
+    return this.#call('adding gallery templates', path, { method: 'POST', headers: OCTETS, body: ciphertext }, opts,
+      (r) => r.json());
+  }
+
+  /**
+   * `POST /v1/galleries/{gallery}/identify`: the best `topK` matches of an
+   * embedding, best first: `{ gallery, matches: [{ index, score, cosine }] }`.
+   * In this mode the embedding travels in the clear (to a server that holds
+   * the service key); see the repository's docs/PROTOCOL.md.
+   */
+  async identify(gallery, embedding, topK = 5, opts) {
+    if (!(embedding instanceof Float32Array) && !Array.isArray(embedding)) {
+      throw new TypeError('identify: the embedding must be a Float32Array or an array of numbers');
+    }
+    const body = JSON.stringify({ embedding: Array.from(embedding), top_k: topK });
+    const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body };
+    return this.#call('identifying', this.#gallery(gallery, '/identify'), init, opts, (r) => r.json());
+  }
+
+  /** `GET /v1/galleries`: every gallery with its counts. */
+  async galleries(opts) {
+    const v = await this.#call('listing the galleries', '/v1/galleries', {}, opts, (r) => r.json());
+    return v.galleries;
+  }
+
+  /** `DELETE /v1/galleries/{gallery}/templates/{index}`: erases one template; the others keep their indices. */
+  async eraseGalleryTemplate(gallery, index, opts) {
+    if (!Number.isInteger(index) || index < 0) throw new TypeError('eraseGalleryTemplate: index must be a non-negative integer');
+    await this.#call('erasing a gallery template', this.#gallery(gallery, `/templates/${index}`), { method: 'DELETE' }, opts);
+  }
+
+  /** `DELETE /v1/galleries/{gallery}`: true if it was removed, false if there was none. */
+  async deleteGallery(gallery, opts) {
+    try {
+      await this.#call('deleting the gallery', this.#gallery(gallery), { method: 'DELETE' }, opts);
+      return true;
+    } catch (e) {
+      if (e instanceof ServerError && e.status === 404 && e.code === 'unknown_gallery') return false;
+      throw e;
+    }
   }
 
   /** `DELETE /v1/users/{user}`: true if the user was removed, false if there was none. */

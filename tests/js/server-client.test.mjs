@@ -153,3 +153,53 @@ test('ServerClient: headers on every request, a timeout over the whole exchange,
     s.close();
   }
 });
+
+test('ServerClient, 1:N: service key, gallery templates, identify, erase, delete', { timeout: 120_000 }, async () => {
+  const { spawnSync } = await import('node:child_process');
+  const work = mkdtempSync(join(tmpdir(), 'blindmatch-gallery-'));
+  let server;
+  try {
+    const bin = serverBinary();
+    const keys = spawnSync(bin, ['keygen', '--out', join(work, 'keys')], { encoding: 'utf8' });
+    assert.equal(keys.status, 0, keys.stderr);
+    server = await startServer(bin, work, ['--service-key', join(work, 'keys', 'service.sk')]);
+    const client = new bm.ServerClient(server.url);
+    const params = bm.Params.auth4096();
+    const pk = await client.servicePublicKey();
+    assert.ok(pk instanceof Uint8Array && pk.length > 0);
+    const enc = bm.PublicKeyEncryptor.fromPublicKey(params, pk);
+    const people = Array.from({ length: 40 }, (_, i) => embedding(1000 + i));
+    const first = await client.addGalleryTemplates('staff', enc.encryptTemplates(people.slice(0, 32), 128), 32);
+    assert.deepEqual(first, { gallery: 'staff', first_index: 0, count: 32, templates: 32 });
+    const second = await client.addGalleryTemplates('staff', enc.encryptTemplates(people.slice(32), 128), 8);
+    assert.deepEqual(second, { gallery: 'staff', first_index: 32, count: 8, templates: 40 });
+    assert.deepEqual(await client.galleries(), [{ gallery: 'staff', templates: 40, erased: 0, ciphertexts: 2 }]);
+
+    // A fresh capture of person 35: found first, every score exact.
+    const probe = people[35].map((v, i) => v + 0.01 * Math.sin(i));
+    const r = await client.identify('staff', probe, 40);
+    assert.equal(r.matches.length, 40);
+    assert.equal(r.matches[0].index, 35);
+    const pq = quantize(Float32Array.from(probe));
+    for (const m of r.matches) assert.equal(m.score, dot(quantize(people[m.index]), pq), `template ${m.index}`);
+
+    await client.eraseGalleryTemplate('staff', 35);
+    const after = await client.identify('staff', Array.from(probe), 40);
+    assert.equal(after.matches.length, 39);
+    assert.ok(after.matches.every((m) => m.index !== 35));
+    assert.deepEqual(await client.galleries(), [{ gallery: 'staff', templates: 39, erased: 1, ciphertexts: 2 }]);
+    await refused(client.eraseGalleryTemplate('staff', 35), 404, 'unknown_template');
+    await refused(client.identify('nobody', probe), 404, 'unknown_gallery');
+    await refused(client.identify('staff', probe, 0), 400, 'bad_top_k');
+    await refused(client.identify('staff', [1, 2, 3]), 400, 'bad_input');
+    await assert.rejects(client.eraseGalleryTemplate('staff', -1), TypeError);
+    await assert.rejects(client.identify('staff', 'x'), TypeError);
+
+    assert.equal(await client.deleteGallery('staff'), true);
+    assert.equal(await client.deleteGallery('staff'), false);
+    assert.deepEqual(await client.galleries(), []);
+  } finally {
+    if (server) await stopServer(server.proc);
+    rmSync(work, { recursive: true, force: true });
+  }
+});

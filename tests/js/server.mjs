@@ -29,9 +29,9 @@ export function serverBinary() {
 }
 
 /** Starts `serve` on a free loopback port; resolves to { proc, url, logs }. */
-export async function startServer(bin, dbDir) {
+export async function startServer(bin, dbDir, extra = []) {
   const proc = spawn(bin, ['serve', '--bind', '127.0.0.1:0', '--db', join(dbDir, 'blindmatch.db'),
-    '--www', join(ROOT, 'www'), '--pkg', join(ROOT, 'pkg'), '--log', 'warn'], {
+    '--www', join(ROOT, 'www'), '--pkg', join(ROOT, 'pkg'), '--log', 'warn', ...extra], {
     cwd: dbDir, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs = [];

@@ -16,6 +16,10 @@ import {
   ServerClient,
   type ServerClientOptions,
   type RequestOptions,
+  type GalleryAdded,
+  type GalleryInfo,
+  type IdentifyMatch,
+  type IdentifyResult,
   ServerError,
   frameKeys,
   type ServerParams,
@@ -83,6 +87,18 @@ async function main(): Promise<void> {
   await authed.verify('alice', probe, ro);
   await authed.deleteUser('alice', { signal: new AbortController().signal });
   console.log(authed.timeoutMs);
+  const spk: Uint8Array = await server.servicePublicKey();
+  const added: GalleryAdded = await server.addGalleryTemplates(
+    'staff',
+    PublicKeyEncryptor.fromPublicKey(params, spk).encryptTemplates([emb], 128),
+    1,
+  );
+  const found: IdentifyResult = await server.identify('staff', emb, 3);
+  const best: IdentifyMatch | undefined = found.matches[0];
+  const all: GalleryInfo[] = await server.galleries();
+  await server.eraseGalleryTemplate('staff', added.first_index);
+  const gone: boolean = await server.deleteGallery('staff');
+  console.log(best?.cosine, all.length, gone);
   console.log(build, n, id, first, svc.length, slots[0], wide[0], bytes.length, ws.scores, sp.dimension, vs, removed, framed);
 }
 
