@@ -46,7 +46,7 @@ mod sealed {
 /// A polynomial in RNS form, in domain `D`.
 ///
 /// Its buffer comes from, and goes back to, a small per-thread pool of freed
-/// polynomial buffers (see [`pool`]), so a loop of homomorphic operations
+/// polynomial buffers (the module's `pool`), so a loop of homomorphic operations
 /// does not hand memory back to the operating system and fault it in again
 /// on every iteration.
 #[derive(PartialEq, Eq)]

@@ -18,7 +18,7 @@ mod reply;
 mod verify;
 
 pub use client::Scores;
-pub use identify::{Gallery, Identifier, Match};
+pub use identify::{Erasure, Gallery, Identifier, Match};
 pub use quantize::{max_scale, Quantizer, DIMENSIONS};
 pub use reply::ScoreReply;
 pub use verify::Verifier;
