@@ -1,9 +1,14 @@
 //! 1:N identification against a gallery encrypted under a service key.
 //!
 //! Gallery templates are public-key encryptions, `n/d` per ciphertext, kept in
-//! the NTT domain and switched down to all but one ciphertext prime. A plaintext probe is lifted and transformed once; each
-//! gallery ciphertext then costs one pointwise product per polynomial and
-//! prime. The key holder decrypts the score ciphertexts and keeps the best.
+//! the NTT domain and switched down to all but one ciphertext prime. A
+//! plaintext probe is lifted and transformed once; each gallery ciphertext
+//! then costs one pointwise product per polynomial and prime
+//! ([`Identifier::score_ciphertexts_into`], for a key holder elsewhere). The
+//! key holder decrypts the score ciphertexts and keeps the best; when it
+//! scores the gallery itself ([`Identifier::identify`]), the decrypted scores
+//! are read straight from the gallery, with as many products and no score
+//! ciphertext or inverse transform (`super::fused`).
 
 use crate::bfv::{Ciphertext, Evaluator, Params, PlaintextNtt, PublicKey, SecretKey};
 use crate::error::MatchError;
