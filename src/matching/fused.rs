@@ -223,6 +223,12 @@ mod tests {
                 let probe = ev
                     .prepare_plain(&Plaintext::from_coeffs(&params, &coeffs(&mut rng)).unwrap())
                     .unwrap();
+                // What `dot2` asks of its inputs: canonical residues, as
+                // switched-down gallery ciphertexts hold them.
+                for (i, plan) in params.plans_q()[..level].iter().enumerate() {
+                    let q = plan.modulus().value();
+                    assert!(ct.polys().iter().all(|p| p.limb(i).iter().all(|&x| x < q)));
+                }
                 let fp = f.prepare(&params, &probe, &sk);
                 assert_eq!(format!("{fp:?}"), "FusedProbe { .. }");
                 let mut rows = vec![0u32; level * blocks];
