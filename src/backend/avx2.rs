@@ -753,11 +753,10 @@ pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32
         _mm256_storeu_si256(lanes[1].as_mut_ptr().cast(), hi);
     }
     let (lo, hi): (u64, u64) = (lanes[0].iter().sum(), lanes[1].iter().sum());
-    let head = m.add(
-        m.reduce_u64(lo),
-        m.mul(m.reduce_u64(hi), m.reduce_u64(1 << 32)),
-    );
-    m.add(head, scalar::dot2(m, at, xt, bt, yt))
+    m.add(
+        scalar::join_halves(m, lo, hi),
+        scalar::dot2(m, at, xt, bt, yt),
+    )
 }
 
 /// `acc = acc + a · b mod q` (with `SUB`, `acc - a · b`; with `MONT`, the

@@ -821,11 +821,10 @@ pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32
             _mm512_reduce_add_epi64(hi) as u64,
         )
     };
-    let head = m.add(
-        m.reduce_u64(lo),
-        m.mul(m.reduce_u64(hi), m.reduce_u64(1 << 32)),
-    );
-    m.add(head, scalar::dot2(m, at, xt, bt, yt))
+    m.add(
+        scalar::join_halves(m, lo, hi),
+        scalar::dot2(m, at, xt, bt, yt),
+    )
 }
 
 /// `acc = acc + a · b mod q` (with `MONT`, the Montgomery product),

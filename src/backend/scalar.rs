@@ -131,8 +131,16 @@ pub(crate) fn lincomb(m: &Modulus, inputs: &[&[u32]], weights: &[ShoupConstant],
 /// stack buffer of this many lanes.
 const F64_CHUNK: usize = 64;
 
-/// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, summed in `f64` in the
-/// order of `k`, for inputs below `2^31` and sums in `[0, 2^31 - 1)`.
+/// `lo + hi·2^32 mod q`: the vector `dot2` kernels' low and high halves,
+/// summed apart, put back together.
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn join_halves(m: &Modulus, lo: u64, hi: u64) -> u32 {
+    m.add(
+        m.reduce_u64(lo),
+        m.mul(m.reduce_u64(hi), m.reduce_u64(1 << 32)),
+    )
+}
+
 /// `Σ_k a_k·x_k + b_k·y_k mod q` for residues below `q`: the products are
 /// summed in 64 bits and reduced before a sum could overflow.
 pub(crate) fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) -> u32 {
@@ -168,6 +176,8 @@ pub(crate) fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) -> u
     total
 }
 
+/// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, summed in `f64` in the
+/// order of `k`, for inputs below `2^31` and sums in `[0, 2^31 - 1)`.
 pub(crate) fn round_weighted_sum(inputs: &[&[u32]], coeffs: &[f64], out: &mut [u32]) {
     for (c, out) in out.chunks_mut(F64_CHUNK).enumerate() {
         let base = c * F64_CHUNK;
