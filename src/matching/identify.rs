@@ -148,10 +148,15 @@ impl Gallery {
         self.erased.iter().map(|e| e.count_ones() as usize).sum()
     }
 
+    /// Template `index`'s ciphertext and its block in it.
+    fn locate(&self, index: usize) -> (usize, usize) {
+        let per = templates_per_ciphertext(&self.params, self.dim);
+        (index / per, index % per)
+    }
+
     /// Whether the gallery holds a template at `index` (added, not erased).
     pub fn contains(&self, index: usize) -> bool {
-        let per = templates_per_ciphertext(&self.params, self.dim);
-        let (ci, k) = (index / per, index % per);
+        let (ci, k) = self.locate(index);
         ci < self.cts.len() && k < self.counts[ci] && self.erased[ci] >> k & 1 == 0
     }
 
@@ -172,8 +177,7 @@ impl Gallery {
         if !self.contains(index) {
             return Err(MatchError::UnknownTemplate { index });
         }
-        let per = templates_per_ciphertext(&self.params, self.dim);
-        let (position, k) = (index / per, index % per);
+        let (position, k) = self.locate(index);
         let mut pt = sk.decrypt(&self.cts[position])?;
         pt.coeffs_mut()[k * self.dim..(k + 1) * self.dim].fill(0);
         let ct = pk.encrypt(&pt);
@@ -193,12 +197,12 @@ impl Gallery {
         }
         // Computed from this very ciphertext: no erasure in between (whose
         // template the replacement would bring back).
-        let per = templates_per_ciphertext(&self.params, self.dim);
-        if self.erased[e.position] != e.erased & !(1 << (e.index % per)) {
+        let (_, k) = self.locate(e.index);
+        if self.erased[e.position] != e.erased & !(1 << k) {
             return Err(MatchError::StaleErasure { index: e.index });
         }
         self.cts[e.position] = self.ev.mod_switch_to(&e.ct, self.stored_limbs)?;
-        self.erased[e.position] = e.erased & low_bits(self.counts[e.position]);
+        self.erased[e.position] = e.erased;
         Ok(())
     }
 
@@ -315,6 +319,9 @@ impl Identifier {
                 found: gallery.dim,
             });
         }
+        if top_k == 0 {
+            return Ok(Vec::new());
+        }
         let per = templates_per_ciphertext(&self.params, dim);
         let t = self.params.plaintext_modulus();
         let centre =
@@ -371,9 +378,6 @@ impl Identifier {
         // Best first, ties by index: a total order, so selecting the first
         // `top_k` and sorting only them gives what sorting everything would.
         let order = |a: &Match, b: &Match| b.score.cmp(&a.score).then(a.index.cmp(&b.index));
-        if top_k == 0 {
-            return Ok(Vec::new());
-        }
         if all.len() > top_k {
             all.select_nth_unstable_by(top_k - 1, order);
             all.truncate(top_k);
