@@ -208,22 +208,24 @@ export class ServerClient {
 
   /** `DELETE /v1/galleries/{gallery}`: true if it was removed, false if there was none. */
   async deleteGallery(gallery, opts) {
-    try {
-      await this.#call('deleting the gallery', this.#gallery(gallery), { method: 'DELETE' }, opts);
-      return true;
-    } catch (e) {
-      if (e instanceof ServerError && e.status === 404 && e.code === 'unknown_gallery') return false;
-      throw e;
-    }
+    return this.#delete('deleting the gallery', this.#gallery(gallery), 'unknown_gallery', opts);
   }
 
   /** `DELETE /v1/users/{user}`: true if the user was removed, false if there was none. */
   async deleteUser(user, opts) {
+    return this.#delete('deleting the user', this.#user(user), null, opts);
+  }
+
+  /**
+   * DELETE `path`: true if done, false if the server answers 404 with the
+   * code `missing` (any 404 when `missing` is null).
+   */
+  async #delete(what, path, missing, opts) {
     try {
-      await this.#call('deleting the user', this.#user(user), { method: 'DELETE' }, opts);
+      await this.#call(what, path, { method: 'DELETE' }, opts);
       return true;
     } catch (e) {
-      if (e instanceof ServerError && e.status === 404) return false;
+      if (e instanceof ServerError && e.status === 404 && (missing === null || e.code === missing)) return false;
       throw e;
     }
   }

@@ -25,7 +25,7 @@ use tracing::Instrument;
 
 use crate::bfv::{Ciphertext, Params, PublicKey, RelinKey, SecretKey};
 use crate::error::{FormatError, MatchError};
-use crate::matching::{pack, Identifier, Quantizer, Verifier};
+use crate::matching::{pack, Gallery, Identifier, Quantizer, Verifier};
 
 use super::cache::{Loaded, UserCache};
 use super::gallery::Galleries;
@@ -1083,22 +1083,19 @@ async fn gallery_add(
     ))
 }
 
+/// A gallery's counts, as `GET /v1/galleries[/{gallery}]` report them.
+fn gallery_counts(name: &str, g: &Gallery) -> serde_json::Value {
+    serde_json::json!({
+        "gallery": name,
+        "templates": g.len(),
+        "erased": g.erased(),
+        "ciphertexts": g.ciphertexts(),
+    })
+}
+
 /// `GET /v1/galleries`: every gallery with its counts, by name.
 async fn gallery_list(State(st): State<Arc<AppState>>) -> ApiResult<Json<serde_json::Value>> {
-    let svc = service(&st)?;
-    let galleries: Vec<serde_json::Value> = svc
-        .galleries
-        .list()?
-        .into_iter()
-        .map(|(gallery, templates, erased, ciphertexts)| {
-            serde_json::json!({
-                "gallery": gallery,
-                "templates": templates,
-                "erased": erased,
-                "ciphertexts": ciphertexts,
-            })
-        })
-        .collect();
+    let galleries = service(&st)?.galleries.list(gallery_counts)?;
     Ok(Json(serde_json::json!({ "galleries": galleries })))
 }
 
@@ -1110,14 +1107,10 @@ async fn gallery_info(
     let svc = service(&st)?;
     let gallery = name(gallery)?;
     let info = svc.galleries.with(&gallery, |g| {
-        Ok(serde_json::json!({
-            "gallery": gallery,
-            "templates": g.len(),
-            "erased": g.erased(),
-            "ciphertexts": g.ciphertexts(),
-            "templates_per_ciphertext": pack::templates_per_ciphertext(&st.params, st.dim),
-            "memory_bytes": g.memory_bytes(),
-        }))
+        let mut v = gallery_counts(&gallery, g);
+        v["templates_per_ciphertext"] = pack::templates_per_ciphertext(&st.params, st.dim).into();
+        v["memory_bytes"] = g.memory_bytes().into();
+        Ok(v)
     })?;
     Ok(Json(info))
 }

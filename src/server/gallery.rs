@@ -59,16 +59,12 @@ impl Galleries {
         })
     }
 
-    /// Every gallery's name and counts (templates, erased, ciphertexts), by
-    /// name.
-    pub fn list(&self) -> Result<Vec<(String, usize, usize, usize)>, ApiError> {
+    /// `f(name, gallery)` for every gallery, in name order (read-locked).
+    pub fn list<T>(&self, f: impl Fn(&str, &Gallery) -> T) -> Result<Vec<T>, ApiError> {
         let map = self.map.read().map_err(|_| poisoned())?;
-        let mut out: Vec<_> = map
-            .iter()
-            .map(|(name, g)| (name.clone(), g.len(), g.erased(), g.ciphertexts()))
-            .collect();
-        out.sort();
-        Ok(out)
+        let mut names: Vec<&String> = map.keys().collect();
+        names.sort();
+        Ok(names.into_iter().map(|n| f(n, &map[n])).collect())
     }
 
     /// Number of galleries and of templates in all of them.
