@@ -583,7 +583,7 @@ fn backup_while_serving_restores_to_a_working_server() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(
-        said.contains("schema 3, 1 users, 0 gallery ciphertexts"),
+        said.contains("schema 4, 1 users, 0 gallery ciphertexts"),
         "{said}"
     );
     // Refused, with the copy left as it was: an existing output file, a
@@ -1058,10 +1058,14 @@ fn acknowledged_enrollments_survive_kill_9() {
     let templates: Vec<Vec<u8>> = (0..3)
         .map(|k| id.template(&[faces[k].clone(), faces[(k + 1) % 3].clone()]))
         .collect();
+    let probes: Vec<Vec<u8>> = faces.iter().map(|f| id.probe(f)).collect();
     // (user, template index) of every enrollment acknowledged with 2xx, and
     // the in-flight one when the server died (it may or may not be stored).
     let mut acked: Vec<(String, usize)> = Vec::new();
     let mut attempted: Vec<(String, usize)> = Vec::new();
+    // Verifications per user answered with 200 (each must have left its
+    // audit row), and sent (an upper bound: the one in flight may have).
+    let mut verified: std::collections::HashMap<String, (i64, i64)> = Default::default();
     let mut next = 0usize;
     let rounds = 4;
     for round in 0..rounds {
@@ -1098,7 +1102,7 @@ fn acknowledged_enrollments_survive_kill_9() {
             );
             match r {
                 Ok(r) if r.status == 204 => {
-                    acked.push((user, k));
+                    acked.push((user.clone(), k));
                     ok_this_round += 1;
                 }
                 Ok(r) => panic!(
@@ -1107,6 +1111,21 @@ fn acknowledged_enrollments_survive_kill_9() {
                     String::from_utf8_lossy(&r.body)
                 ),
                 Err(_) => break,
+            }
+            // Two verifications: their audit rows are journaled before the
+            // reply and must survive the kill.
+            for _ in 0..2 {
+                let count = verified.entry(user.clone()).or_default();
+                count.1 += 1;
+                match try_call(
+                    "POST",
+                    &format!("{}/v1/users/{user}/verify", srv.url),
+                    Some(&probes[k]),
+                ) {
+                    Ok(r) if r.status == 200 => count.0 += 1,
+                    Ok(r) => panic!("verify: {} {}", r.status, String::from_utf8_lossy(&r.body)),
+                    Err(_) => break,
+                }
             }
             assert!(
                 start.elapsed() < Duration::from_secs(30),
@@ -1151,6 +1170,23 @@ fn acknowledged_enrollments_survive_kill_9() {
             assert!(bytes == templates[*k], "{user}: half-written template");
         }
     }
+    // Every acknowledged verification left its audit row, recovered from
+    // the journal where the kill came before a flush; none is doubled.
+    let mut rows_acked = 0;
+    for (user, (ok, sent)) in &verified {
+        let rows: i64 = conn
+            .query_row("SELECT count(*) FROM audit WHERE user = ?1", [user], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        if stored(user).is_some() {
+            assert!(
+                (*ok..=*sent).contains(&rows),
+                "{user}: {rows} audit rows for {ok} acknowledged of {sent} sent verifications"
+            );
+        }
+        rows_acked += ok;
+    }
     let n_templates: i64 = conn
         .query_row("SELECT count(*) FROM templates", [], |r| r.get(0))
         .unwrap();
@@ -1174,7 +1210,7 @@ fn acknowledged_enrollments_survive_kill_9() {
         );
     }
     eprintln!(
-        "durability: {} acknowledged enrollments over {rounds} kill -9 rounds, all intact",
+        "durability: {} acknowledged enrollments and {rows_acked} acknowledged verifications over {rounds} kill -9 rounds, all intact",
         acked.len()
     );
 }
@@ -1298,6 +1334,10 @@ fn concurrent_load_loses_nothing() {
     assert!(checked >= total / clients / 10);
     let enrolled: usize = results.iter().map(|r| r.2).sum();
     // No lost writes: one audit row per verification, every enrollment.
+    // (Reading the user through the API first moves every journaled row
+    // into the database.)
+    let info = call("GET", &format!("{u}/v1/users/load"), None).json();
+    assert_eq!(info["verifications"], (total + seq.requests) as u64);
     assert_eq!(
         count_rows(&db, "SELECT count(*) FROM audit WHERE user = 'load'") as usize,
         total + seq.requests
@@ -1987,6 +2027,17 @@ fn serve_reads_env_and_refuses_a_newer_schema() {
         "BLINDMATCH_BACKEND chooses the kernels"
     );
     assert_eq!(h["schema_version"], blindmatch::server::SCHEMA_VERSION);
+    // A second server on the same database is refused while the first runs
+    // (it would replay the first one's live audit journal).
+    let out = server_cmd()
+        .args(["serve", "--bind", "127.0.0.1:0", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("in use by another blindmatch-server"), "{err}");
+    assert_eq!(call("GET", &format!("{url}/healthz"), None).status, 200);
     let _ = child.kill();
     let _ = child.wait();
     assert!(db.exists());

@@ -4,8 +4,8 @@
 //! the runtime's I/O: a verification computes on its own thread after handing
 //! the I/O duties to another ([`AppState::compute_here`]), other parsing and
 //! 1:N matching go to the rayon pool ([`AppState::compute`]), store calls to
-//! tokio's blocking pool; a verification's audit row is committed by its own
-//! thread when the store is free, else by the audit writer thread.
+//! tokio's blocking pool; a verification's audit row is journaled by its own
+//! thread (one `write`) and moved into the database by the audit flusher.
 
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,7 +30,7 @@ use crate::matching::{pack, Gallery, Identifier, Quantizer, Verifier};
 use super::cache::{Loaded, UserCache};
 use super::gallery::Galleries;
 use super::metrics::{Gauges, Metrics};
-use super::store::{AuditAck, AuditLog, AuditRow, Store, StoreError};
+use super::store::{AuditLog, AuditRow, Store, StoreError};
 
 /// The Content-Security-Policy sent with every response: same-origin
 /// everything, plus `'wasm-unsafe-eval'` so the page can compile the package's
@@ -844,74 +844,62 @@ async fn verify(
     let state = Arc::clone(&st);
     let audit_user = user.clone();
     let queued = Instant::now();
-    let (reply, loaded, ack, mut t) = st
-        .compute_here(
-            move || -> ApiResult<(Vec<u8>, Arc<Loaded>, AuditAck, VerifyTimes)> {
-                let start = Instant::now();
-                let queue_us = queued.elapsed().as_micros() as u64;
-                let (params, verifier) = (&state.params, &state.verifier);
-                let probe = parse_fresh_ciphertext(params, "probe", &body)?;
-                let loaded = match (cached, record) {
-                    (Some(l), _) => l,
-                    (None, Some(rec)) => Arc::new(parse_record(params, verifier, rec)?),
-                    (None, None) => return Err(ApiError::internal("no user record")),
-                };
-                let parse_us = start.elapsed().as_micros() as u64;
-                let reply = verifier.verify_prepared(
-                    &loaded.template,
-                    &probe,
-                    &loaded.pk,
-                    loaded.rk.as_ref(),
-                )?;
-                // Relinearized, the reply goes out in its compact form.
-                let bytes = match loaded.rk {
-                    Some(_) => verifier.compact(&reply)?.to_bytes(),
-                    None => reply.to_bytes(),
-                };
-                let total = start.elapsed().as_micros() as u64;
-                // The audit row: committed here when the store is free (no
-                // hand-off to another thread), else by the writer thread;
-                // the handler waits for the commit before it replies. Its
-                // time is storage time, not part of `match`.
-                let t_audit = Instant::now();
-                let ack = state
-                    .audit
-                    .record(AuditRow {
-                        user: audit_user,
-                        ts: super::store::now_millis(),
-                        outcome: "ok",
-                        duration_us: total,
-                    })
-                    .map_err(audit_error)?;
-                Ok((
-                    bytes,
-                    loaded,
-                    ack,
-                    VerifyTimes {
-                        queue_us,
-                        parse_us,
-                        match_us: total - parse_us,
-                        audit_us: 0,
-                        // A commit made here is storage time on the path.
-                        db_us: t_audit.elapsed().as_micros() as u64,
-                        count: 0,
-                    },
-                ))
-            },
-        )
+    let (reply, loaded, mut t) = st
+        .compute_here(move || -> ApiResult<(Vec<u8>, Arc<Loaded>, VerifyTimes)> {
+            let start = Instant::now();
+            let queue_us = queued.elapsed().as_micros() as u64;
+            let (params, verifier) = (&state.params, &state.verifier);
+            let probe = parse_fresh_ciphertext(params, "probe", &body)?;
+            let loaded = match (cached, record) {
+                (Some(l), _) => l,
+                (None, Some(rec)) => Arc::new(parse_record(params, verifier, rec)?),
+                (None, None) => return Err(ApiError::internal("no user record")),
+            };
+            let parse_us = start.elapsed().as_micros() as u64;
+            let reply = verifier.verify_prepared(
+                &loaded.template,
+                &probe,
+                &loaded.pk,
+                loaded.rk.as_ref(),
+            )?;
+            // Relinearized, the reply goes out in its compact form.
+            let bytes = match loaded.rk {
+                Some(_) => verifier.compact(&reply)?.to_bytes(),
+                None => reply.to_bytes(),
+            };
+            let total = start.elapsed().as_micros() as u64;
+            // The audit row, journaled before the reply is sent (see
+            // `AuditLog`). Its time is storage time, not part of `match`.
+            let audit = state
+                .audit
+                .record(AuditRow {
+                    user: audit_user,
+                    ts: super::store::now_millis(),
+                    outcome: "ok".into(),
+                    duration_us: total,
+                })
+                .map_err(audit_error)?;
+            let audit_us = audit.as_micros() as u64;
+            Ok((
+                bytes,
+                loaded,
+                VerifyTimes {
+                    queue_us,
+                    parse_us,
+                    match_us: total - parse_us,
+                    audit_us,
+                    db_us: audit_us,
+                    count: 0,
+                },
+            ))
+        })
         .await??;
     let count = loaded.count;
     t.count = count;
     if let Some(stamp) = stamp {
         st.cache.insert(&user, stamp, loaded);
     }
-    // Committed already when the matching thread committed it; otherwise
-    // the writer thread's commit is storage time on this request's path.
-    let t_wait = Instant::now();
-    let committed = ack.committed().await.map_err(audit_error)?;
-    db_us += t_wait.elapsed().as_micros() as u64;
     t.db_us += db_us;
-    t.audit_us = committed.latency.as_micros() as u64;
     st.metrics
         .verify_phases([t.queue_us, t.parse_us, t.match_us, t.audit_us, t.db_us]);
     let ms = |us: u64| us as f64 / 1000.0;
@@ -947,7 +935,7 @@ async fn verify(
     Ok(resp)
 }
 
-fn audit_error(e: String) -> ApiError {
+fn audit_error(e: StoreError) -> ApiError {
     tracing::error!(error = %e, "audit");
     ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "store", "database error")
 }
@@ -992,11 +980,10 @@ struct VerifyTimes {
     parse_us: u64,
     /// `Verifier::verify` and serializing the reply.
     match_us: u64,
-    /// The audit row, from its submission to its commit.
+    /// Journaling the audit row.
     audit_us: u64,
-    /// Store reads and the audit commit (made on the matching thread, or
-    /// waited for from the writer thread): storage time on the request's
-    /// path.
+    /// Store reads and journaling the audit row: storage time on the
+    /// request's path.
     db_us: u64,
     /// Scores in the reply.
     count: u32,

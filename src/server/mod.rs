@@ -13,6 +13,7 @@ pub mod api;
 pub mod cache;
 pub mod conn;
 pub mod gallery;
+pub mod journal;
 pub mod metrics;
 pub mod store;
 
@@ -221,6 +222,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         .build()
         .map_err(|e| format!("thread pool: {e}"))?;
     let audit = store::AuditLog::start(store.clone()).map_err(|e| format!("audit thread: {e}"))?;
+    let on_stop = store.clone();
     let state = Arc::new(AppState {
         audit,
         cache: cache::UserCache::new(args.cache_users),
@@ -262,7 +264,12 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         .with_graceful_shutdown(shutdown_signal())
         .await
         .map_err(|e| format!("server: {e}"))?;
-    tracing::info!("stopped");
+    // The journaled audit rows go into the database before the process
+    // ends (they would be recovered at the next start anyway).
+    match on_stop.flush_audit() {
+        Ok(rows) => tracing::info!(audit_rows = rows, "stopped"),
+        Err(e) => tracing::error!(error = %e, "audit flush at stop"),
+    }
     Ok(())
 }
 

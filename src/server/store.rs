@@ -2,19 +2,23 @@
 //!
 //! Every write is one `IMMEDIATE` transaction, committed before the HTTP
 //! reply is sent: a write acknowledged with 2xx is on disk, and a request that
-//! is refused writes nothing. (The audit log alone commits with
-//! `synchronous=NORMAL`, on a second connection: see [`Store::audit_many`].)
+//! is refused writes nothing. (The audit log alone goes through a journal
+//! file first and into the database in batches: see [`super::journal`] and
+//! [`Store::flush_audit`].)
 //! The schema is created and migrated here (`schema_version` holds the
 //! version applied).
 //!
 //! Byte columns hold the wire format of docs/FORMAT.md exactly as validated
 //! on the way in (keys and ciphertexts stay in NTT form).
 
+use std::borrow::Cow;
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
+
+use super::journal::{Batch, Journal, JournalError};
 
 /// The schema, one migration per version. Never edit an applied step; append.
 const MIGRATIONS: &[&str] = &[
@@ -51,6 +55,9 @@ const MIGRATIONS: &[&str] = &[
     );",
     // 3: erased gallery templates (bit k: template k of the ciphertext).
     "ALTER TABLE gallery_templates ADD COLUMN erased INTEGER NOT NULL DEFAULT 0;",
+    // 4: the last audit journal generation committed (see `super::journal`).
+    "CREATE TABLE audit_journal (applied INTEGER NOT NULL);
+    INSERT INTO audit_journal (applied) VALUES (0);",
 ];
 
 /// The schema version this build writes.
@@ -74,6 +81,9 @@ pub enum StoreError {
     /// The connection mutex was poisoned by a panic.
     #[error("database connection poisoned")]
     Poisoned,
+    /// The audit journal failed (or another server holds the database).
+    #[error(transparent)]
+    Journal(#[from] JournalError),
 }
 
 /// A user's keys and template, as stored.
@@ -121,50 +131,20 @@ pub struct AuditRow {
     pub user: String,
     /// Milliseconds since the Unix epoch.
     pub ts: i64,
-    pub outcome: &'static str,
+    pub outcome: Cow<'static, str>,
     pub duration_us: u64,
 }
 
-/// The audit log's writes. [`AuditLog::record`] commits a row on the calling
-/// (matching) thread when the store is free at that moment, which is the
-/// usual case and costs no thread hand-off; when another thread holds the
-/// store, the row goes to a writer thread instead, which commits all the
-/// rows waiting together in one transaction (group commit), so that under
-/// load the commits do not queue on the store one by one. Either way the
-/// caller gets an [`AuditAck`] that resolves once the row is committed, and
-/// the handler awaits it before it replies.
+/// How often the audit flusher moves journaled rows into the database.
+pub const AUDIT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// The audit log: [`AuditLog::record`] appends a row to the store's journal
+/// (one `write`, on the calling thread), and a flusher thread moves the
+/// journaled rows into the database every [`AUDIT_FLUSH_INTERVAL`], in one
+/// transaction per batch (see [`Store::flush_audit`]). Reads of the audit
+/// table through the store flush first, so they see every recorded row.
 pub struct AuditLog {
-    tx: std::sync::mpsc::Sender<Pending>,
-    store: std::sync::Arc<Store>,
-}
-
-/// A row waiting for the writer thread, with its caller's answer channel.
-struct Pending {
-    row: AuditRow,
-    submitted: Instant,
-    reply: tokio::sync::oneshot::Sender<Result<Committed, String>>,
-}
-
-/// The writer thread's answer for one row.
-#[derive(Clone, Copy, Debug)]
-pub struct Committed {
-    /// False if the user no longer existed (nothing was written).
-    pub written: bool,
-    /// From [`AuditLog::submit`] to the commit of the row's batch.
-    pub latency: Duration,
-}
-
-/// Resolves once a submitted row is committed.
-#[derive(Debug)]
-pub struct AuditAck(tokio::sync::oneshot::Receiver<Result<Committed, String>>);
-
-impl AuditAck {
-    /// Waits for the commit of the row.
-    pub async fn committed(self) -> Result<Committed, String> {
-        self.0
-            .await
-            .map_err(|_| "audit writer stopped".to_string())?
-    }
+    store: Arc<Store>,
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -173,79 +153,42 @@ impl std::fmt::Debug for AuditLog {
     }
 }
 
-/// Most rows per audit transaction.
-const AUDIT_BATCH: usize = 256;
-
 impl AuditLog {
-    /// Starts the writer thread over `store`.
-    pub fn start(store: std::sync::Arc<Store>) -> std::io::Result<Self> {
-        let (tx, rx) = std::sync::mpsc::channel::<Pending>();
-        let writer_store = store.clone();
+    /// Starts the flusher thread over `store`. It runs for the life of the
+    /// process; the server flushes once more when it stops.
+    pub fn start(store: Arc<Store>) -> std::io::Result<Self> {
+        let flusher = store.clone();
         std::thread::Builder::new()
             .name("audit".into())
             .spawn(move || {
-                while let Ok(first) = rx.recv() {
-                    let mut batch = vec![first];
-                    while batch.len() < AUDIT_BATCH {
-                        match rx.try_recv() {
-                            Ok(item) => batch.push(item),
-                            Err(_) => break,
+                // A failure is logged once, not every interval, until a
+                // flush succeeds again (the rows stay journaled meanwhile).
+                let mut failing = false;
+                loop {
+                    std::thread::sleep(AUDIT_FLUSH_INTERVAL);
+                    match flusher.flush_audit() {
+                        Ok(_) if failing => {
+                            tracing::info!("audit flush recovered");
+                            failing = false;
                         }
-                    }
-                    let rows: Vec<&AuditRow> = batch.iter().map(|p| &p.row).collect();
-                    match writer_store.audit_many(&rows) {
-                        Ok(written) => {
-                            for (p, written) in batch.into_iter().zip(written) {
-                                let latency = p.submitted.elapsed();
-                                let _ = p.reply.send(Ok(Committed { written, latency }));
-                            }
+                        Ok(_) => {}
+                        Err(e) if !failing => {
+                            tracing::error!(error = %e, "audit flush");
+                            failing = true;
                         }
-                        Err(e) => {
-                            let msg = e.to_string();
-                            for p in batch {
-                                let _ = p.reply.send(Err(msg.clone()));
-                            }
-                        }
+                        Err(_) => {}
                     }
                 }
             })?;
-        Ok(Self { tx, store })
+        Ok(Self { store })
     }
 
-    /// Commits `row` here if the store is free, else hands it to the writer
-    /// thread (see [`AuditLog`]); the returned [`AuditAck`] resolves once the
-    /// row is committed (at once, in the first case).
-    pub fn record(&self, row: AuditRow) -> Result<AuditAck, String> {
-        let submitted = Instant::now();
-        match self.store.try_audit(&row) {
-            None => self.submit(row),
-            Some(result) => {
-                let (reply, rx) = tokio::sync::oneshot::channel();
-                let _ = reply.send(
-                    result
-                        .map(|written| Committed {
-                            written,
-                            latency: submitted.elapsed(),
-                        })
-                        .map_err(|e| e.to_string()),
-                );
-                Ok(AuditAck(rx))
-            }
-        }
-    }
-
-    /// Hands a row to the writer thread without waiting (callable from any
-    /// thread); the returned [`AuditAck`] resolves once it is committed.
-    pub fn submit(&self, row: AuditRow) -> Result<AuditAck, String> {
-        let (reply, rx) = tokio::sync::oneshot::channel();
-        self.tx
-            .send(Pending {
-                row,
-                submitted: Instant::now(),
-                reply,
-            })
-            .map_err(|_| "audit writer stopped".to_string())?;
-        Ok(AuditAck(rx))
+    /// Journals `row`; once this returns `Ok` the row survives a crash of
+    /// the server. Returns how long the append took.
+    pub fn record(&self, row: AuditRow) -> Result<Duration, StoreError> {
+        let start = Instant::now();
+        self.store.journal.append(row)?;
+        Ok(start.elapsed())
     }
 }
 
@@ -260,21 +203,15 @@ pub struct GalleryRow {
     pub erased: u64,
 }
 
-/// The SQLite store: two connections to the one file behind one mutex.
-/// SQLite serializes writers anyway, every statement here is short (the
-/// homomorphic work happens outside it), and with the mutex the two never
-/// wait for each other's locks.
+/// The SQLite store: one connection behind a mutex (SQLite serializes
+/// writers anyway, and every statement here is short: the homomorphic work
+/// happens outside it), and the audit journal beside the database file.
 pub struct Store {
-    conns: Mutex<Conns>,
-}
-
-struct Conns {
-    /// Everything but the audit log, with `synchronous=FULL`.
-    main: Connection,
-    /// The audit log's inserts, with `synchronous=NORMAL` (see
-    /// [`Store::audit_many`]); its own connection, so a commit sets no
-    /// pragma back and forth.
-    audit: Connection,
+    conn: Mutex<Connection>,
+    journal: Journal,
+    /// Batches taken from the journal and not yet committed (a failed
+    /// commit is retried by the next flush); one flush at a time.
+    flushing: Mutex<Vec<Batch>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -301,7 +238,9 @@ pub fn now_millis() -> i64 {
 
 impl Store {
     /// Opens (creating if needed) the database at `path`, sets WAL mode and
-    /// `synchronous=FULL`, and migrates the schema.
+    /// `synchronous=FULL`, migrates the schema, and commits the audit rows
+    /// left in journals by a server that stopped without flushing them.
+    /// Refused while another process has the database open through a store.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
         let mut conn = Connection::open(path)?;
         conn.busy_timeout(std::time::Duration::from_secs(10))?;
@@ -315,23 +254,32 @@ impl Store {
             "PRAGMA synchronous=FULL; PRAGMA foreign_keys=ON; PRAGMA secure_delete=ON;",
         )?;
         migrate(&mut conn)?;
-        let audit = Connection::open(path)?;
-        audit.busy_timeout(std::time::Duration::from_secs(10))?;
-        audit.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;")?;
+        let applied: i64 = conn.query_row("SELECT applied FROM audit_journal", [], |r| r.get(0))?;
+        let (journal, leftovers) = Journal::open(path, applied as u64)?;
+        let replayed: usize = leftovers.iter().map(|b| b.rows.len()).sum();
+        for batch in &leftovers {
+            commit_audit(&mut conn, batch)?;
+            journal.remove(batch.generation);
+        }
+        if replayed > 0 {
+            tracing::info!(rows = replayed, "audit rows recovered from the journal");
+        }
         Ok(Self {
-            conns: Mutex::new(Conns { main: conn, audit }),
+            conn: Mutex::new(conn),
+            journal,
+            flushing: Mutex::new(Vec::new()),
         })
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Conns>, StoreError> {
-        self.conns.lock().map_err(|_| StoreError::Poisoned)
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Connection>, StoreError> {
+        self.conn.lock().map_err(|_| StoreError::Poisoned)
     }
 
     fn with<T>(
         &self,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        f(&mut self.lock()?.main)
+        f(&mut *self.lock()?)
     }
 
     /// The schema version of the open database.
@@ -421,8 +369,10 @@ impl Store {
         })
     }
 
-    /// Metadata of a user (sizes and counts, no bytes).
+    /// Metadata of a user (sizes and counts, no bytes). Flushes the audit
+    /// journal first, so `verifications` counts every recorded row.
     pub fn user_info(&self, user: &str) -> Result<Option<UserInfo>, StoreError> {
+        self.flush_audit()?;
         self.with(|c| {
             let tx = c.transaction()?;
             let info = tx
@@ -452,53 +402,32 @@ impl Store {
         })
     }
 
-    /// Appends several audit rows in one transaction (group commit); each
-    /// only if its user still exists. Returns, per row, whether it was
-    /// written.
-    ///
-    /// The audit log trades the last fsync for latency: its transactions run
-    /// with `synchronous=NORMAL`, which in WAL mode survives a crash of the
-    /// server process (`kill -9`) but not necessarily a power cut; the next
-    /// `FULL` commit (any enrollment) flushes them too. Writes that a client
-    /// asked for (keys, templates, deletions, galleries) stay `FULL`.
-    pub fn audit_many(&self, rows: &[&AuditRow]) -> Result<Vec<bool>, StoreError> {
-        Self::audit_rows(&mut self.lock()?.audit, rows)
-    }
-
-    /// [`Store::audit_many`] for one row, if no other thread holds the
-    /// connection at this moment (`None` otherwise: the caller does not
-    /// wait for it).
-    pub fn try_audit(&self, row: &AuditRow) -> Option<Result<bool, StoreError>> {
-        let mut conns = match self.conns.try_lock() {
-            Ok(c) => c,
-            Err(std::sync::TryLockError::WouldBlock) => return None,
-            Err(std::sync::TryLockError::Poisoned(_)) => return Some(Err(StoreError::Poisoned)),
-        };
-        Some(Self::audit_rows(&mut conns.audit, &[row]).map(|w| w[0]))
-    }
-
-    fn audit_rows(c: &mut Connection, rows: &[&AuditRow]) -> Result<Vec<bool>, StoreError> {
-        {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let mut out = Vec::with_capacity(rows.len());
-            {
-                let mut st = tx.prepare_cached(
-                    "INSERT INTO audit (user, ts, outcome, duration_us)
-                     SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM users WHERE user = ?1)",
-                )?;
-                for r in rows {
-                    let n = st.execute(params![r.user, r.ts, r.outcome, r.duration_us as i64])?;
-                    out.push(n == 1);
-                }
-            }
-            tx.commit()?;
-            Ok(out)
+    /// Moves the journaled audit rows into the database: the journal starts
+    /// a new file, and the old file's rows are committed in one transaction
+    /// (with `synchronous=FULL`, each only if its user still exists) that
+    /// also records the file's generation as applied; then the file is
+    /// removed. Returns the number of rows committed. A batch whose commit
+    /// fails stays queued (its file stays too) and is retried first.
+    pub fn flush_audit(&self) -> Result<usize, StoreError> {
+        let mut queue = self.flushing.lock().map_err(|_| StoreError::Poisoned)?;
+        if let Some(batch) = self.journal.take()? {
+            queue.push(batch);
         }
+        let mut rows = 0;
+        while let Some(batch) = queue.first() {
+            commit_audit(&mut *self.lock()?, batch)?;
+            self.journal.remove(batch.generation);
+            rows += batch.rows.len();
+            queue.remove(0);
+        }
+        Ok(rows)
     }
 
-    /// Removes a user's keys, template and audit rows. Returns whether the
-    /// user existed.
+    /// Removes a user's keys, template and audit rows (journaled ones
+    /// included: the journal is flushed first). Returns whether the user
+    /// existed.
     pub fn delete_user(&self, user: &str) -> Result<bool, StoreError> {
+        self.flush_audit()?;
         self.with(|c| {
             let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let n = tx.execute("DELETE FROM users WHERE user = ?1", [user])?;
@@ -616,6 +545,26 @@ impl Store {
     }
 }
 
+/// Commits one journal batch and records its generation as applied.
+fn commit_audit(c: &mut Connection, batch: &Batch) -> Result<(), StoreError> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    {
+        let mut st = tx.prepare_cached(
+            "INSERT INTO audit (user, ts, outcome, duration_us)
+             SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM users WHERE user = ?1)",
+        )?;
+        for r in &batch.rows {
+            st.execute(params![r.user, r.ts, r.outcome, r.duration_us as i64])?;
+        }
+    }
+    tx.execute(
+        "UPDATE audit_journal SET applied = ?1",
+        [batch.generation as i64],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
 /// What [`backup`] copied.
 #[derive(Clone, Copy, Debug)]
 pub struct Backup {
@@ -645,7 +594,9 @@ pub enum BackupError {
 /// one read transaction, so the copy is a consistent snapshot even while a
 /// server writes, and the source is opened read-only (never migrated or
 /// changed). The copy is compact: no free pages, so nothing deleted in the
-/// source travels with it.
+/// source travels with it. Audit rows a running server has journaled but not
+/// yet flushed (see [`super::journal`]) are read first and committed into
+/// the copy, unless the snapshot already holds their journal file's rows.
 pub fn backup(db: &Path, out: &Path) -> Result<Backup, BackupError> {
     use rusqlite::OpenFlags;
     if !db.is_file() {
@@ -667,6 +618,9 @@ pub fn backup(db: &Path, out: &Path) -> Result<Backup, BackupError> {
     if !has_schema {
         return Err(BackupError::NotBlindmatch);
     }
+    // Before the snapshot: a file flushed in between is then in the
+    // snapshot (and skipped below), never in neither.
+    let journaled = super::journal::journaled(db)?;
     // Written under a temporary name and renamed once complete: a failed
     // or interrupted backup never leaves a partial file under `out`.
     let mut partial = out.as_os_str().to_owned();
@@ -678,6 +632,7 @@ pub fn backup(db: &Path, out: &Path) -> Result<Backup, BackupError> {
     let written = c
         .execute("VACUUM INTO ?1", [target])
         .map_err(BackupError::from)
+        .and_then(|_| add_journaled(&partial, &journaled))
         .and_then(|_| {
             std::fs::File::open(&partial)?.sync_all()?;
             std::fs::rename(&partial, out).map_err(BackupError::from)
@@ -701,6 +656,28 @@ pub fn backup(db: &Path, out: &Path) -> Result<Backup, BackupError> {
         gallery_ciphertexts,
         bytes: std::fs::metadata(out)?.len(),
     })
+}
+
+/// Commits into the backup copy at `copy` the journaled batches newer than
+/// the generation it records as applied (none before schema 4).
+fn add_journaled(copy: &Path, journaled: &[Batch]) -> Result<(), BackupError> {
+    let mut c = Connection::open(copy)?;
+    let has_journal: bool = c.query_row(
+        "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_journal')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_journal {
+        return Ok(());
+    }
+    let applied: i64 = c.query_row("SELECT applied FROM audit_journal", [], |r| r.get(0))?;
+    for batch in journaled.iter().filter(|b| b.generation > applied as u64) {
+        commit_audit(&mut c, batch).map_err(|e| match e {
+            StoreError::Sql(e) => BackupError::Sql(e),
+            e => BackupError::Io(std::io::Error::other(e.to_string())),
+        })?;
+    }
+    Ok(())
 }
 
 /// Creates the schema or brings it up to [`SCHEMA_VERSION`], one transaction
@@ -741,7 +718,7 @@ mod tests {
         AuditRow {
             user: user.into(),
             ts: now_millis(),
-            outcome: "ok",
+            outcome: "ok".into(),
             duration_us: 1,
         }
     }
@@ -790,46 +767,66 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
-    /// Both ways of committing an audit row: on the caller's thread when the
-    /// store is free, through the writer thread when it is held; either way
-    /// the row is there once its acknowledgement resolves.
+    /// A recorded row is in the journal at once and in the database after a
+    /// flush (user reads flush first); a row for a user who no longer exists
+    /// is dropped; rows left in the journal by a crash are committed, once,
+    /// when the store opens again.
     #[test]
-    fn audit_rows_commit_here_or_on_the_writer_thread() {
+    fn audit_rows_go_through_the_journal_and_survive_a_crash() {
         let dir = std::env::temp_dir().join(format!("blindmatch-audit-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        let store = std::sync::Arc::new(Store::open(&dir.join("t.db")).unwrap());
-        store.put_keys("ann", "00", b"pk", None).unwrap();
-        let log = AuditLog::start(store.clone()).unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        let count = || store.user_info("ann").unwrap().unwrap().verifications;
-
-        // Free store: committed before `record` returns.
-        let ack = log.record(row("ann")).unwrap();
-        assert_eq!(count(), 1);
-        assert!(rt.block_on(ack.committed()).unwrap().written);
-
-        // Held store: handed to the writer thread, committed once released.
-        let held = store.conns.lock().unwrap();
-        // Client-requested writes on FULL, the audit log on NORMAL, each on
-        // its own connection (no pragma toggled per commit).
-        let sync = |c: &Connection| {
-            c.query_row("PRAGMA synchronous", [], |r| r.get::<_, i64>(0))
+        let path = dir.join("t.db");
+        let rows_in_db = |c: &Connection| -> i64 {
+            c.query_row("SELECT count(*) FROM audit", [], |r| r.get(0))
                 .unwrap()
         };
-        assert_eq!((sync(&held.main), sync(&held.audit)), (2, 1));
-        let ack = log.record(row("ann")).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        drop(held);
-        assert!(rt.block_on(ack.committed()).unwrap().written);
-        assert_eq!(count(), 2);
-
-        // A row for a user who no longer exists is not written.
-        let ack = log.record(row("bob")).unwrap();
-        assert!(!rt.block_on(ack.committed()).unwrap().written);
-        assert_eq!(count(), 2);
+        {
+            let store = std::sync::Arc::new(Store::open(&path).unwrap());
+            store.put_keys("ann", "00", b"pk", None).unwrap();
+            let log = AuditLog::start(store.clone()).unwrap();
+            log.record(row("ann")).unwrap();
+            assert_eq!(rows_in_db(&store.lock().unwrap()), 0);
+            assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 1);
+            assert_eq!(rows_in_db(&store.lock().unwrap()), 1);
+            // The flusher thread moves rows without being asked.
+            log.record(row("ann")).unwrap();
+            let start = Instant::now();
+            while rows_in_db(&store.lock().unwrap()) < 2 {
+                assert!(start.elapsed() < Duration::from_secs(10), "never flushed");
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert_eq!(store.flush_audit().unwrap(), 0);
+            // A row for a user who no longer exists is not written.
+            log.record(row("bob")).unwrap();
+            assert_eq!(store.flush_audit().unwrap(), 1);
+            assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 2);
+        }
+        // A crash: rows journaled, never flushed. (The store above lives on
+        // in its flusher thread, holding its database's lock, so the crash is
+        // played on a second database.)
+        let dir2 = dir.join("crash");
+        std::fs::create_dir_all(&dir2).unwrap();
+        let path2 = dir2.join("t.db");
+        {
+            let store = Store::open(&path2).unwrap();
+            store.put_keys("ann", "00", b"pk", None).unwrap();
+            for _ in 0..3 {
+                store.journal.append(row("ann")).unwrap();
+            }
+            assert_eq!(rows_in_db(&store.lock().unwrap()), 0);
+            // Dropped without a flush.
+        }
+        let store = Store::open(&path2).unwrap();
+        assert_eq!(rows_in_db(&store.lock().unwrap()), 3);
+        assert_eq!(store.flush_audit().unwrap(), 0);
+        drop(store);
+        let store = Store::open(&path2).unwrap();
+        assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 3);
+        // Deleting the user takes its journaled rows too.
+        store.journal.append(row("ann")).unwrap();
+        assert!(store.delete_user("ann").unwrap());
+        assert_eq!(rows_in_db(&store.lock().unwrap()), 0);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,0 +1,502 @@
+//! The audit journal: a verification's audit row is appended to a file with
+//! one `write` before its reply is sent, and moved into the database in
+//! batches by [`Store::flush_audit`](super::store::Store::flush_audit).
+//!
+//! A row is acknowledged once its bytes are in the file: the operating system
+//! holds them, so they survive a crash of the server (`kill -9`), as a commit
+//! with `synchronous=NORMAL` would, for a fraction of a SQLite commit's cost.
+//! The rows of one journal file go into the database in one transaction that
+//! also records the file's generation as applied (`audit_journal.applied`);
+//! only then is the file removed. When the store opens, files newer than the
+//! applied generation are replayed, each up to its first record that is
+//! incomplete or fails its checksum (a torn tail), and older ones removed, so
+//! no row is applied twice.
+//!
+//! File `<db file>-audit-<generation>` beside the database: a 16-byte header
+//! (`BMAUDIT1`, the generation as u64 LE), then records
+//! `[payload length: u32 LE][CRC-32 of the payload: u32 LE][payload]`, where
+//! the payload is `ts: i64 LE, duration_us: u64 LE, outcome length: u8,
+//! outcome, user length: u16 LE, user`.
+//!
+//! `<db file>-audit.lock` is held (an exclusive file lock) while the store is
+//! open: a second server on the same database is refused instead of
+//! replaying the first one's live journal.
+
+use std::borrow::Cow;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use super::store::AuditRow;
+
+const MAGIC: &[u8; 8] = b"BMAUDIT1";
+const HEADER: u64 = 16;
+/// Largest payload a record may declare (a user name is at most 64 bytes;
+/// anything larger is a torn or foreign record).
+const MAX_PAYLOAD: usize = 1024;
+
+/// Journal errors.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// Another process holds the database's journal lock.
+    #[error("the database is in use by another blindmatch-server (lock file {0})")]
+    InUse(PathBuf),
+    /// Reading or writing a journal file failed.
+    #[error("audit journal: {0}")]
+    Io(#[from] std::io::Error),
+    /// The journal's mutex was poisoned by a panic.
+    #[error("audit journal poisoned")]
+    Poisoned,
+}
+
+/// Rows taken out of one journal file, to be committed to the database.
+#[derive(Debug)]
+pub struct Batch {
+    /// The file's generation (recorded as applied with the rows).
+    pub generation: u64,
+    pub rows: Vec<AuditRow>,
+}
+
+/// The audit journal of one database (see the module documentation).
+pub struct Journal {
+    dir: PathBuf,
+    /// File names start with this: `<db file>-audit-`.
+    prefix: String,
+    active: Mutex<Active>,
+    /// Held for the journal's lifetime.
+    _lock: File,
+}
+
+/// The file being appended to and the rows it holds.
+struct Active {
+    file: File,
+    generation: u64,
+    /// Bytes of whole records (and the header): where a failed write is cut
+    /// back to.
+    len: u64,
+    rows: Vec<AuditRow>,
+}
+
+impl std::fmt::Debug for Journal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Journal")
+    }
+}
+
+impl Journal {
+    /// Opens the journal of the database at `db`, whose `audit_journal`
+    /// records `applied` as the last generation committed. Returns the
+    /// journal (appending to a new file) and the rows of every leftover file
+    /// newer than `applied`, oldest first, to be committed and then
+    /// [`removed`](Journal::remove); older leftovers are removed here.
+    pub fn open(db: &Path, applied: u64) -> Result<(Self, Vec<Batch>), JournalError> {
+        let (dir, name) = split(db);
+        let lock_path = dir.join(format!("{name}-audit.lock"));
+        let lock = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => return Err(JournalError::InUse(lock_path)),
+            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+        }
+        let prefix = format!("{name}-audit-");
+        let found = generations(&dir, &prefix)?;
+        let mut leftovers = Vec::new();
+        for &g in &found {
+            let path = dir.join(format!("{prefix}{g}"));
+            if g <= applied {
+                std::fs::remove_file(&path)?;
+            } else {
+                leftovers.push(Batch {
+                    generation: g,
+                    rows: read_rows(&path, g)?,
+                });
+            }
+        }
+        let generation = found.last().copied().unwrap_or(0).max(applied) + 1;
+        let file = create(&dir.join(format!("{prefix}{generation}")), generation)?;
+        let journal = Self {
+            dir,
+            prefix,
+            active: Mutex::new(Active {
+                file,
+                generation,
+                len: HEADER,
+                rows: Vec::new(),
+            }),
+            _lock: lock,
+        };
+        Ok((journal, leftovers))
+    }
+
+    fn active(&self) -> Result<MutexGuard<'_, Active>, JournalError> {
+        self.active.lock().map_err(|_| JournalError::Poisoned)
+    }
+
+    fn path(&self, generation: u64) -> PathBuf {
+        self.dir.join(format!("{}{generation}", self.prefix))
+    }
+
+    /// Appends `row` to the file with one `write`; once this returns `Ok`
+    /// the row survives a crash of this process. On a failed write the file
+    /// is cut back to its last whole record, so later rows are not lost
+    /// behind a torn one.
+    pub fn append(&self, row: AuditRow) -> Result<(), JournalError> {
+        let record = encode(&row)?;
+        let mut a = self.active()?;
+        if let Err(e) = a.file.write_all(&record) {
+            let len = a.len;
+            a.file.set_len(len)?;
+            return Err(e.into());
+        }
+        a.len += record.len() as u64;
+        a.rows.push(row);
+        Ok(())
+    }
+
+    /// Rows appended and not yet taken.
+    pub fn pending(&self) -> Result<usize, JournalError> {
+        Ok(self.active()?.rows.len())
+    }
+
+    /// Starts a new file and returns the rows of the one it replaces (`None`
+    /// when there are none; nothing changes then).
+    pub fn take(&self) -> Result<Option<Batch>, JournalError> {
+        let mut a = self.active()?;
+        if a.rows.is_empty() {
+            return Ok(None);
+        }
+        let generation = a.generation + 1;
+        let file = create(&self.path(generation), generation)?;
+        let old = std::mem::replace(
+            &mut *a,
+            Active {
+                file,
+                generation,
+                len: HEADER,
+                rows: Vec::new(),
+            },
+        );
+        Ok(Some(Batch {
+            generation: old.generation,
+            rows: old.rows,
+        }))
+    }
+
+    /// Removes the file of `generation`, once its rows are committed.
+    pub fn remove(&self, generation: u64) {
+        if let Err(e) = std::fs::remove_file(self.path(generation)) {
+            tracing::warn!(error = %e, generation, "removing an applied audit journal");
+        }
+    }
+}
+
+/// The rows journaled for database `db`, by file, oldest first, read
+/// without taking the journal's lock (a live server may be appending; a
+/// record it is still writing reads as a torn tail and is left out). For
+/// backups.
+pub fn journaled(db: &Path) -> std::io::Result<Vec<Batch>> {
+    let (dir, name) = split(db);
+    let prefix = format!("{name}-audit-");
+    let mut out = Vec::new();
+    for g in generations(&dir, &prefix)? {
+        match read_rows(&dir.join(format!("{prefix}{g}")), g) {
+            Ok(rows) => out.push(Batch {
+                generation: g,
+                rows,
+            }),
+            // Flushed and removed since the directory was listed.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}
+
+/// The directory and file name of database `db`.
+fn split(db: &Path) -> (PathBuf, String) {
+    let dir = match db.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = db
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "db".into());
+    (dir, name)
+}
+
+/// The generations of the journal files in `dir` named `<prefix><n>`,
+/// ascending.
+fn generations(dir: &Path, prefix: &str) -> std::io::Result<Vec<u64>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let file_name = entry?.file_name();
+        let Some(rest) = file_name.to_str().and_then(|n| n.strip_prefix(prefix)) else {
+            continue;
+        };
+        if let Ok(g) = rest.parse::<u64>() {
+            found.push(g);
+        }
+    }
+    found.sort_unstable();
+    Ok(found)
+}
+
+/// Creates journal file `path` (which must not exist) with its header.
+fn create(path: &Path, generation: u64) -> std::io::Result<File> {
+    let mut file = OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(path)?;
+    let mut header = [0u8; HEADER as usize];
+    header[..8].copy_from_slice(MAGIC);
+    header[8..].copy_from_slice(&generation.to_le_bytes());
+    file.write_all(&header)?;
+    Ok(file)
+}
+
+/// One record: length, checksum, payload.
+fn encode(row: &AuditRow) -> std::io::Result<Vec<u8>> {
+    let too_long = |what| std::io::Error::new(std::io::ErrorKind::InvalidInput, what);
+    let outcome = u8::try_from(row.outcome.len()).map_err(|_| too_long("outcome too long"))?;
+    let user = u16::try_from(row.user.len()).map_err(|_| too_long("user name too long"))?;
+    let payload_len = 8 + 8 + 1 + outcome as usize + 2 + user as usize;
+    if payload_len > MAX_PAYLOAD {
+        return Err(too_long("audit row too long"));
+    }
+    let mut out = Vec::with_capacity(8 + payload_len);
+    out.extend_from_slice(&(payload_len as u32).to_le_bytes());
+    out.extend_from_slice(&[0; 4]);
+    out.extend_from_slice(&row.ts.to_le_bytes());
+    out.extend_from_slice(&row.duration_us.to_le_bytes());
+    out.push(outcome);
+    out.extend_from_slice(row.outcome.as_bytes());
+    out.extend_from_slice(&user.to_le_bytes());
+    out.extend_from_slice(row.user.as_bytes());
+    let crc = crc32(&out[8..]);
+    out[4..8].copy_from_slice(&crc.to_le_bytes());
+    Ok(out)
+}
+
+/// The payload's row, or `None` if it does not parse.
+fn decode(p: &[u8]) -> Option<AuditRow> {
+    let ts = i64::from_le_bytes(p.get(0..8)?.try_into().ok()?);
+    let duration_us = u64::from_le_bytes(p.get(8..16)?.try_into().ok()?);
+    let n = *p.get(16)? as usize;
+    let outcome = std::str::from_utf8(p.get(17..17 + n)?).ok()?;
+    let at = 17 + n;
+    let m = u16::from_le_bytes(p.get(at..at + 2)?.try_into().ok()?) as usize;
+    let user = std::str::from_utf8(p.get(at + 2..at + 2 + m)?).ok()?;
+    (at + 2 + m == p.len()).then(|| AuditRow {
+        user: user.to_string(),
+        ts,
+        outcome: match outcome {
+            "ok" => Cow::Borrowed("ok"),
+            other => Cow::Owned(other.to_string()),
+        },
+        duration_us,
+    })
+}
+
+/// The rows of journal file `path`, up to its first incomplete or corrupt
+/// record. A file whose header is missing or names another generation holds
+/// no rows (it was cut short while being created).
+fn read_rows(path: &Path, generation: u64) -> std::io::Result<Vec<AuditRow>> {
+    let mut bytes = Vec::new();
+    File::open(path)?.read_to_end(&mut bytes)?;
+    let mut rows = Vec::new();
+    let header_ok = bytes.len() >= HEADER as usize
+        && &bytes[..8] == MAGIC
+        && bytes[8..16] == generation.to_le_bytes();
+    if !header_ok {
+        tracing::warn!(path = %path.display(), "audit journal without a valid header");
+        return Ok(rows);
+    }
+    let mut at = HEADER as usize;
+    while let Some(head) = bytes.get(at..at + 8) {
+        let len = u32::from_le_bytes(head[..4].try_into().unwrap_or_default()) as usize;
+        let crc = u32::from_le_bytes(head[4..].try_into().unwrap_or_default());
+        let Some(payload) = bytes
+            .get(at + 8..at + 8 + len)
+            .filter(|_| len <= MAX_PAYLOAD)
+        else {
+            break;
+        };
+        if crc32(payload) != crc {
+            break;
+        }
+        let Some(row) = decode(payload) else { break };
+        rows.push(row);
+        at += 8 + len;
+    }
+    if at != bytes.len() {
+        tracing::warn!(
+            path = %path.display(),
+            kept = rows.len(),
+            dropped_bytes = bytes.len() - at,
+            "audit journal ends in an incomplete record"
+        );
+    }
+    Ok(rows)
+}
+
+/// CRC-32 (IEEE 802.3, reflected, as in zlib and PNG).
+fn crc32(bytes: &[u8]) -> u32 {
+    const TABLE: [u32; 256] = {
+        let mut t = [0u32; 256];
+        let mut i = 0;
+        while i < 256 {
+            let mut c = i as u32;
+            let mut k = 0;
+            while k < 8 {
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+                k += 1;
+            }
+            t[i] = c;
+            i += 1;
+        }
+        t
+    };
+    let mut c = !0u32;
+    for &b in bytes {
+        c = TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
+    }
+    !c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(user: &str, ts: i64) -> AuditRow {
+        AuditRow {
+            user: user.into(),
+            ts,
+            outcome: "ok".into(),
+            duration_us: ts as u64 * 3,
+        }
+    }
+
+    fn dir(tag: &str) -> PathBuf {
+        let d =
+            std::env::temp_dir().join(format!("blindmatch-journal-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn key(r: &AuditRow) -> (String, i64, String, u64) {
+        (r.user.clone(), r.ts, r.outcome.to_string(), r.duration_us)
+    }
+
+    #[test]
+    fn crc32_known_answer() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+        assert_eq!(crc32(b""), 0);
+    }
+
+    /// Rows left in a journal by a crash come back once, in order; a torn
+    /// last record is dropped and the rows before it kept; a file already
+    /// applied is removed, not replayed.
+    #[test]
+    fn leftovers_replay_up_to_a_torn_record_and_applied_files_go() {
+        let d = dir("replay");
+        let db = d.join("t.db");
+        let (j, left) = Journal::open(&db, 0).unwrap();
+        assert!(left.is_empty());
+        for ts in 1..=3 {
+            j.append(row("ann", ts)).unwrap();
+        }
+        // Generation 1 taken (as if committed, not yet removed), two more
+        // rows in generation 2, then a crash mid-record.
+        let first = j.take().unwrap().unwrap();
+        assert_eq!((first.generation, first.rows.len()), (1, 3));
+        j.append(row("bob", 4)).unwrap();
+        j.append(row("bob", 5)).unwrap();
+        assert_eq!(j.pending().unwrap(), 2);
+        drop(j);
+        let torn = encode(&row("eve", 6)).unwrap();
+        let mut f = OpenOptions::new()
+            .append(true)
+            .open(d.join("t.db-audit-2"))
+            .unwrap();
+        f.write_all(&torn[..torn.len() - 3]).unwrap();
+        drop(f);
+
+        // Applied up to 1: generation 1 is removed, 2 replayed without the
+        // torn row; the new file is 3.
+        let (j, left) = Journal::open(&db, 1).unwrap();
+        assert!(!d.join("t.db-audit-1").exists());
+        assert_eq!(left.len(), 1);
+        assert_eq!(left[0].generation, 2);
+        let got: Vec<_> = left[0].rows.iter().map(key).collect();
+        assert_eq!(got, vec![key(&row("bob", 4)), key(&row("bob", 5))]);
+        assert!(d.join("t.db-audit-3").exists());
+        // Nothing appended: nothing to take.
+        assert!(j.take().unwrap().is_none());
+        drop(j);
+
+        // Not applied at all: both leftovers come back, oldest first.
+        let (_j, left) = Journal::open(&db, 0).unwrap();
+        let gens: Vec<u64> = left.iter().map(|b| b.generation).collect();
+        assert_eq!(gens, vec![2, 3]);
+        assert_eq!(left[0].rows.len(), 2);
+        assert!(left[1].rows.is_empty());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A flipped bit in a record's payload ends the replay there.
+    #[test]
+    fn a_corrupt_record_ends_the_replay() {
+        let d = dir("corrupt");
+        let db = d.join("t.db");
+        let (j, _) = Journal::open(&db, 0).unwrap();
+        for ts in 1..=3 {
+            j.append(row("carol", ts)).unwrap();
+        }
+        drop(j);
+        let path = d.join("t.db-audit-1");
+        let mut bytes = std::fs::read(&path).unwrap();
+        let second = HEADER as usize + encode(&row("carol", 1)).unwrap().len();
+        bytes[second + 12] ^= 0x10;
+        std::fs::write(&path, &bytes).unwrap();
+        let (_j, left) = Journal::open(&db, 0).unwrap();
+        assert_eq!(left[0].rows.len(), 1);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// One journal per database: a second open is refused while the first
+    /// is alive, and allowed once it is gone.
+    #[test]
+    fn a_second_open_of_the_same_database_is_refused() {
+        let d = dir("lock");
+        let db = d.join("t.db");
+        let (j, _) = Journal::open(&db, 0).unwrap();
+        assert!(matches!(Journal::open(&db, 0), Err(JournalError::InUse(_))));
+        drop(j);
+        assert!(Journal::open(&db, 0).is_ok());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Names and outcomes too long for the record format are refused, not
+    /// truncated.
+    #[test]
+    fn oversized_rows_are_refused() {
+        let d = dir("long");
+        let (j, _) = Journal::open(&d.join("t.db"), 0).unwrap();
+        let mut r = row("x", 1);
+        r.user = "u".repeat(2000);
+        assert!(j.append(r).is_err());
+        assert_eq!(j.pending().unwrap(), 0);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
