@@ -525,6 +525,10 @@ fn one_to_one_flow_with_exact_scores() {
         "match {matching} s of {total} s"
     );
     assert_eq!(value("blindmatch_matching_threads"), 2.0);
+    // The audit journal: every flush so far succeeded; at most the rows of
+    // the six verifications are waiting for the next one.
+    assert_eq!(value("blindmatch_audit_flush_failures_total"), 0.0);
+    assert!((0.0..=6.0).contains(&value("blindmatch_audit_rows_journaled")));
     assert!(
         !text.contains("alice") && !text.contains("bob.b-2_"),
         "{text}"

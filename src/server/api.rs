@@ -681,6 +681,8 @@ async fn metrics(State(st): State<Arc<AppState>>) -> Response {
         threads: st.pool.current_num_threads(),
         slots_free: st.slots.available_permits(),
         cached_users: st.cache.len(),
+        audit_journaled: st.store.audit_journaled(),
+        audit_flush_failures: st.store.audit_flush_failures(),
         galleries: st.service.as_ref().map(|s| s.galleries.stats()),
     };
     (

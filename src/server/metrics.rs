@@ -67,6 +67,10 @@ pub struct Gauges {
     /// Matching slots free at this moment.
     pub slots_free: usize,
     pub cached_users: usize,
+    /// Audit rows journaled and not yet in the database.
+    pub audit_journaled: usize,
+    /// Audit flushes that failed since the server started.
+    pub audit_flush_failures: u64,
     /// 1:N: galleries and their templates (None without `--service-key`).
     pub galleries: Option<(usize, usize)>,
 }
@@ -179,8 +183,14 @@ impl Metrics {
              blindmatch_matching_threads_free {}\n\
              # HELP blindmatch_cached_users Users whose parsed keys and template are in memory.\n\
              # TYPE blindmatch_cached_users gauge\n\
-             blindmatch_cached_users {}",
-            g.threads, g.slots_free, g.cached_users
+             blindmatch_cached_users {}\n\
+             # HELP blindmatch_audit_rows_journaled Audit rows in the journal, not yet in the database.\n\
+             # TYPE blindmatch_audit_rows_journaled gauge\n\
+             blindmatch_audit_rows_journaled {}\n\
+             # HELP blindmatch_audit_flush_failures_total Failed moves of journaled audit rows into the database.\n\
+             # TYPE blindmatch_audit_flush_failures_total counter\n\
+             blindmatch_audit_flush_failures_total {}",
+            g.threads, g.slots_free, g.cached_users, g.audit_journaled, g.audit_flush_failures
         );
         if let Some((galleries, templates)) = g.galleries {
             let _ = writeln!(
@@ -222,6 +232,8 @@ mod tests {
             threads: 2,
             slots_free: 1,
             cached_users: 0,
+            audit_journaled: 7,
+            audit_flush_failures: 0,
             galleries: None,
         });
         let line = |prefix: &str| {
@@ -266,6 +278,7 @@ mod tests {
             line("blindmatch_verify_phase_seconds_total{phase=\"match\"}"),
             "3"
         );
+        assert_eq!(line("blindmatch_audit_rows_journaled"), "7");
         assert!(!text.contains("blindmatch_galleries"));
     }
 }

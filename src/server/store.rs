@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -212,6 +213,10 @@ pub struct Store {
     /// Batches taken from the journal and not yet committed (a failed
     /// commit is retried by the next flush); one flush at a time.
     flushing: Mutex<Vec<Batch>>,
+    /// Rows in `flushing` (readable while a flush holds it).
+    queued_rows: AtomicUsize,
+    /// Flushes that failed.
+    flush_failures: AtomicU64,
 }
 
 impl std::fmt::Debug for Store {
@@ -268,6 +273,8 @@ impl Store {
             conn: Mutex::new(conn),
             journal,
             flushing: Mutex::new(Vec::new()),
+            queued_rows: AtomicUsize::new(0),
+            flush_failures: AtomicU64::new(0),
         })
     }
 
@@ -409,8 +416,18 @@ impl Store {
     /// removed. Returns the number of rows committed. A batch whose commit
     /// fails stays queued (its file stays too) and is retried first.
     pub fn flush_audit(&self) -> Result<usize, StoreError> {
+        let flushed = self.flush_queued();
+        if flushed.is_err() {
+            self.flush_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        flushed
+    }
+
+    fn flush_queued(&self) -> Result<usize, StoreError> {
         let mut queue = self.flushing.lock().map_err(|_| StoreError::Poisoned)?;
         if let Some(batch) = self.journal.take()? {
+            self.queued_rows
+                .fetch_add(batch.rows.len(), Ordering::Relaxed);
             queue.push(batch);
         }
         let mut rows = 0;
@@ -418,9 +435,21 @@ impl Store {
             commit_audit(&mut *self.lock()?, batch)?;
             self.journal.remove(batch.generation);
             rows += batch.rows.len();
+            self.queued_rows
+                .fetch_sub(batch.rows.len(), Ordering::Relaxed);
             queue.remove(0);
         }
         Ok(rows)
+    }
+
+    /// Audit rows recorded and not yet in the database.
+    pub fn audit_journaled(&self) -> usize {
+        self.journal.pending().unwrap_or(0) + self.queued_rows.load(Ordering::Relaxed)
+    }
+
+    /// Audit flushes that failed since the store opened.
+    pub fn audit_flush_failures(&self) -> u64 {
+        self.flush_failures.load(Ordering::Relaxed)
     }
 
     /// Removes a user's keys, template and audit rows (journaled ones
