@@ -570,6 +570,39 @@ fn backup_while_serving_restores_to_a_working_server() {
     };
     verify(&u, &mut id, &mut rng);
 
+    // The audit log, read while the server runs: the verification once,
+    // whether its row is still journaled or already flushed.
+    let audit = |args: &[&str]| {
+        let o = server_cmd()
+            .arg("audit")
+            .arg("--db")
+            .arg(dir.join("blindmatch.db"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8(o.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let rows = audit(&["--user", "alice"]);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(
+        (&rows[0]["user"], &rows[0]["outcome"]),
+        (&"alice".into(), &"ok".into())
+    );
+    assert!(rows[0]["duration_us"].as_u64().unwrap() > 0);
+    assert!(audit(&["--user", "nobody"]).is_empty());
+    let o = server_cmd()
+        .args(["audit", "--db"])
+        .arg(dir.join("missing.db"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("does not exist"));
+
     // Copied while the server runs.
     let restored = temp_dir("backup-restored");
     let out = restored.join("blindmatch.db");

@@ -55,6 +55,9 @@ pub enum Command {
     /// Copy the database to a new file, consistently, while a server may be
     /// serving it (restore: serve with `--db` pointing at the copy).
     Backup(BackupArgs),
+    /// Print the audit log of verifications (JSON lines, oldest first), read
+    /// while a server may be serving the database.
+    Audit(AuditArgs),
 }
 
 /// `serve` flags (each also read from an environment variable).
@@ -110,6 +113,23 @@ pub struct BackupArgs {
     pub out: PathBuf,
 }
 
+/// `audit` flags.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// The database to read.
+    #[arg(long, env = "BLINDMATCH_DB", default_value = "./data/blindmatch.db")]
+    pub db: PathBuf,
+    /// Only this user's verifications.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Only rows from this time on (milliseconds since the Unix epoch).
+    #[arg(long, default_value_t = 0)]
+    pub since: i64,
+    /// At most this many rows, the most recent.
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+}
+
 /// `bench` flags.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -135,6 +155,7 @@ pub fn main() -> ExitCode {
         Command::Keygen(args) => keygen(&args),
         Command::Bench(args) => bench(&args),
         Command::Backup(args) => backup(&args),
+        Command::Audit(args) => audit(&args),
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -143,6 +164,17 @@ pub fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn audit(args: &AuditArgs) -> Result<(), String> {
+    let rows = store::audit_log(&args.db, args.user.as_deref(), args.since, args.limit)
+        .map_err(|e| format!("audit of {}: {e}", args.db.display()))?;
+    let mut out = std::io::stdout().lock();
+    for row in &rows {
+        let line = serde_json::to_string(row).map_err(|e| e.to_string())?;
+        writeln!(out, "{line}").map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }
 
 fn backup(args: &BackupArgs) -> Result<(), String> {

@@ -604,9 +604,10 @@ pub struct Backup {
     pub bytes: u64,
 }
 
-/// Why a backup failed.
+/// Why a command that reads a database beside its server (`backup`,
+/// `audit`) failed.
 #[derive(Debug, thiserror::Error)]
-pub enum BackupError {
+pub enum OfflineError {
     #[error("the database does not exist")]
     NoDatabase,
     #[error("the output file already exists")]
@@ -626,30 +627,18 @@ pub enum BackupError {
 /// source travels with it. Audit rows a running server has journaled but not
 /// yet flushed (see [`super::journal`]) are read first and committed into
 /// the copy, unless the snapshot already holds their journal file's rows.
-pub fn backup(db: &Path, out: &Path) -> Result<Backup, BackupError> {
+pub fn backup(db: &Path, out: &Path) -> Result<Backup, OfflineError> {
     use rusqlite::OpenFlags;
     if !db.is_file() {
-        return Err(BackupError::NoDatabase);
+        return Err(OfflineError::NoDatabase);
     }
     if out.exists() {
-        return Err(BackupError::OutputExists);
-    }
-    let c = Connection::open_with_flags(
-        db,
-        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )?;
-    c.busy_timeout(Duration::from_secs(10))?;
-    let has_schema: bool = c.query_row(
-        "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version')",
-        [],
-        |r| r.get(0),
-    )?;
-    if !has_schema {
-        return Err(BackupError::NotBlindmatch);
+        return Err(OfflineError::OutputExists);
     }
     // Before the snapshot: a file flushed in between is then in the
     // snapshot (and skipped below), never in neither.
     let journaled = super::journal::journaled(db)?;
+    let c = open_read_only(db)?;
     // Written under a temporary name and renamed once complete: a failed
     // or interrupted backup never leaves a partial file under `out`.
     let mut partial = out.as_os_str().to_owned();
@@ -660,11 +649,11 @@ pub fn backup(db: &Path, out: &Path) -> Result<Backup, BackupError> {
         .ok_or_else(|| std::io::Error::other("the output path is not UTF-8"))?;
     let written = c
         .execute("VACUUM INTO ?1", [target])
-        .map_err(BackupError::from)
+        .map_err(OfflineError::from)
         .and_then(|_| add_journaled(&partial, &journaled))
         .and_then(|_| {
             std::fs::File::open(&partial)?.sync_all()?;
-            std::fs::rename(&partial, out).map_err(BackupError::from)
+            std::fs::rename(&partial, out).map_err(OfflineError::from)
         });
     if let Err(e) = written {
         let _ = std::fs::remove_file(&partial);
@@ -687,23 +676,126 @@ pub fn backup(db: &Path, out: &Path) -> Result<Backup, BackupError> {
     })
 }
 
-/// Commits into the backup copy at `copy` the journaled batches newer than
-/// the generation it records as applied (none before schema 4).
-fn add_journaled(copy: &Path, journaled: &[Batch]) -> Result<(), BackupError> {
-    let mut c = Connection::open(copy)?;
+/// Opens an existing blindmatch database read-only (never created, migrated
+/// or changed).
+fn open_read_only(db: &Path) -> Result<Connection, OfflineError> {
+    use rusqlite::OpenFlags;
+    if !db.is_file() {
+        return Err(OfflineError::NoDatabase);
+    }
+    let c = Connection::open_with_flags(
+        db,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    c.busy_timeout(Duration::from_secs(10))?;
+    let has_schema: bool = c.query_row(
+        "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version')",
+        [],
+        |r| r.get(0),
+    )?;
+    if !has_schema {
+        return Err(OfflineError::NotBlindmatch);
+    }
+    Ok(c)
+}
+
+/// The generation a database records as applied (0 before schema 4, which
+/// had no journal).
+fn applied_generation(c: &Connection) -> Result<u64, rusqlite::Error> {
     let has_journal: bool = c.query_row(
         "SELECT EXISTS(SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'audit_journal')",
         [],
         |r| r.get(0),
     )?;
     if !has_journal {
-        return Ok(());
+        return Ok(0);
     }
     let applied: i64 = c.query_row("SELECT applied FROM audit_journal", [], |r| r.get(0))?;
-    for batch in journaled.iter().filter(|b| b.generation > applied as u64) {
+    Ok(applied as u64)
+}
+
+/// One row of the audit log, as `blindmatch-server audit` prints it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct AuditEntry {
+    pub user: String,
+    /// Milliseconds since the Unix epoch.
+    pub ts: i64,
+    pub outcome: String,
+    pub duration_us: u64,
+    /// Still in the journal (recorded less than a flush interval ago, or
+    /// left by a server that stopped without flushing).
+    pub journaled: bool,
+}
+
+/// The last `limit` audit rows of the database at `db` (of `user` only, if
+/// given; from `since` ms on), oldest first, read while a server may be
+/// serving it: the database read-only, and the rows of its journal not yet
+/// committed (those of users that no longer exist left out, as a flush
+/// would).
+pub fn audit_log(
+    db: &Path,
+    user: Option<&str>,
+    since: i64,
+    limit: usize,
+) -> Result<Vec<AuditEntry>, OfflineError> {
+    // The journal first, as in [`backup`].
+    let journaled = super::journal::journaled(db)?;
+    let mut c = open_read_only(db)?;
+    let tx = c.transaction()?;
+    let applied = applied_generation(&tx)?;
+    let limit_sql = i64::try_from(limit).unwrap_or(i64::MAX);
+    let mut out: Vec<AuditEntry> = {
+        let mut st = tx.prepare(
+            "SELECT user, ts, outcome, duration_us FROM audit
+             WHERE (?1 IS NULL OR user = ?1) AND ts >= ?2 ORDER BY id DESC LIMIT ?3",
+        )?;
+        let rows = st.query_map(params![user, since, limit_sql], |r| {
+            Ok(AuditEntry {
+                user: r.get(0)?,
+                ts: r.get(1)?,
+                outcome: r.get(2)?,
+                duration_us: r.get::<_, i64>(3)? as u64,
+                journaled: false,
+            })
+        })?;
+        rows.collect::<Result<_, _>>()?
+    };
+    out.reverse();
+    {
+        let mut exists = tx.prepare_cached("SELECT EXISTS(SELECT 1 FROM users WHERE user = ?1)")?;
+        for batch in journaled.iter().filter(|b| b.generation > applied) {
+            for r in &batch.rows {
+                if user.is_some_and(|u| u != r.user) || r.ts < since {
+                    continue;
+                }
+                if !exists.query_row([&r.user], |x| x.get::<_, bool>(0))? {
+                    continue;
+                }
+                out.push(AuditEntry {
+                    user: r.user.clone(),
+                    ts: r.ts,
+                    outcome: r.outcome.to_string(),
+                    duration_us: r.duration_us,
+                    journaled: true,
+                });
+            }
+        }
+    }
+    tx.finish()?;
+    let skip = out.len().saturating_sub(limit);
+    out.drain(..skip);
+    Ok(out)
+}
+
+/// Commits into the backup copy at `copy` the journaled batches newer than
+/// the generation it records as applied (none before schema 4).
+fn add_journaled(copy: &Path, journaled: &[Batch]) -> Result<(), OfflineError> {
+    let mut c = Connection::open(copy)?;
+    let applied = applied_generation(&c)?;
+    for batch in journaled.iter().filter(|b| b.generation > applied) {
         commit_audit(&mut c, batch).map_err(|e| match e {
-            StoreError::Sql(e) => BackupError::Sql(e),
-            e => BackupError::Io(std::io::Error::other(e.to_string())),
+            StoreError::Sql(e) => OfflineError::Sql(e),
+            e => OfflineError::Io(std::io::Error::other(e.to_string())),
         })?;
     }
     Ok(())
@@ -792,6 +884,61 @@ mod tests {
         assert!(store.delete_gallery("g").unwrap());
         assert!(!store.delete_gallery("g").unwrap());
         assert!(store.gallery_rows().unwrap().is_empty());
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// `audit_log` reads committed and journaled rows alike, each once,
+    /// newest `limit` of them, oldest first; rows of a deleted user that are
+    /// still journaled are left out, as a flush would.
+    #[test]
+    fn audit_log_reads_the_database_and_the_journal() {
+        let dir = std::env::temp_dir().join(format!("blindmatch-auditlog-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.db");
+        let store = Store::open(&path).unwrap();
+        store.put_keys("ann", "00", b"pk", None).unwrap();
+        store.put_keys("bob", "00", b"pk", None).unwrap();
+        let at = |user: &str, ts: i64| AuditRow { ts, ..row(user) };
+        for ts in 1..=3 {
+            store.journal.append(at("ann", ts)).unwrap();
+        }
+        store.flush_audit().unwrap();
+        store.journal.append(at("bob", 4)).unwrap();
+        store.journal.append(at("ann", 5)).unwrap();
+        store.journal.append(at("gone", 6)).unwrap();
+        let read = |user: Option<&str>, since: i64, limit: usize| -> Vec<(String, i64, bool)> {
+            audit_log(&path, user, since, limit)
+                .unwrap()
+                .into_iter()
+                .map(|e| (e.user, e.ts, e.journaled))
+                .collect()
+        };
+        let all = read(None, 0, 100);
+        assert_eq!(
+            all,
+            vec![
+                ("ann".into(), 1, false),
+                ("ann".into(), 2, false),
+                ("ann".into(), 3, false),
+                ("bob".into(), 4, true),
+                ("ann".into(), 5, true),
+            ]
+        );
+        assert_eq!(read(None, 0, 2), all[3..].to_vec());
+        assert_eq!(read(Some("ann"), 2, 100).len(), 3);
+        assert_eq!(read(Some("bob"), 0, 100), vec![("bob".into(), 4, true)]);
+        store.flush_audit().unwrap();
+        assert_eq!(
+            read(None, 0, 100).iter().map(|r| r.1).collect::<Vec<_>>(),
+            vec![1, 2, 3, 4, 5]
+        );
+        assert!(read(None, 0, 100).iter().all(|r| !r.2));
+        assert!(matches!(
+            audit_log(&dir.join("none.db"), None, 0, 1),
+            Err(OfflineError::NoDatabase)
+        ));
         drop(store);
         let _ = std::fs::remove_dir_all(&dir);
     }
