@@ -620,7 +620,7 @@ fn backup_while_serving_restores_to_a_working_server() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(
-        said.contains("schema 4, 1 users, 0 gallery ciphertexts"),
+        said.contains("schema 5, 1 users, 0 gallery ciphertexts"),
         "{said}"
     );
     // Refused, with the copy left as it was: an existing output file, a
@@ -671,6 +671,83 @@ fn backup_while_serving_restores_to_a_working_server() {
         (Some(4), Some(1))
     );
     verify(&srv.url, &mut id, &mut rng);
+}
+
+#[test]
+fn audit_retention_removes_old_rows_only() {
+    let _machine = shared();
+    let dir = temp_dir("retention");
+    let db = dir.join("blindmatch.db");
+    let mut id = Identity::new(13);
+    let mut rng = Prng::from_seed([13; 32]);
+    let face = embedding(&mut rng);
+    {
+        let srv = Server::start(&dir, &[]);
+        let u = &srv.url;
+        let r = call(
+            "PUT",
+            &format!("{u}/v1/users/ann/keys"),
+            Some(&id.keys_body(false)),
+        );
+        assert_eq!(r.status, 201);
+        let r = call(
+            "PUT",
+            &format!("{u}/v1/users/ann/template"),
+            Some(&id.template(std::slice::from_ref(&face))),
+        );
+        assert_eq!(r.status, 204);
+        let r = call(
+            "POST",
+            &format!("{u}/v1/users/ann/verify"),
+            Some(&id.probe(&face)),
+        );
+        assert_eq!(r.status, 200);
+    }
+    // Rows of 40 and of 20 days ago, as if the server had run that long.
+    let day_ms = 86_400_000i64;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        for (age, n) in [(40, 3), (20, 2)] {
+            for _ in 0..n {
+                c.execute(
+                    "INSERT INTO audit (user, ts, outcome, duration_us) VALUES ('ann', ?1, 'ok', 1)",
+                    [now - age * day_ms],
+                )
+                .unwrap();
+            }
+        }
+    }
+    // The verification's row is still in the journal (the server was
+    // killed); the next start commits it.
+    assert_eq!(count_rows(&db, "SELECT count(*) FROM audit"), 5);
+    let srv = Server::start(&dir, &["--audit-retention-days", "30"]);
+    let start = Instant::now();
+    loop {
+        let info = call("GET", &format!("{}/v1/users/ann", srv.url), None).json();
+        if info["verifications"] == 3 {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "old rows never removed: {info}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The recent verification and the rows of 20 days ago are kept.
+    assert_eq!(
+        count_rows(
+            &db,
+            &format!(
+                "SELECT count(*) FROM audit WHERE ts >= {}",
+                now - 25 * day_ms
+            )
+        ),
+        3
+    );
 }
 
 #[test]

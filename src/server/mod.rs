@@ -22,7 +22,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
 
@@ -89,6 +89,10 @@ pub struct ServeArgs {
     /// Service secret key file (from `keygen`): turns on 1:N identification.
     #[arg(long, env = "BLINDMATCH_SERVICE_KEY")]
     pub service_key: Option<PathBuf>,
+    /// Remove audit rows older than this many days (at start, then hourly;
+    /// 0 keeps them all).
+    #[arg(long, env = "BLINDMATCH_AUDIT_RETENTION_DAYS", default_value_t = 0)]
+    pub audit_retention_days: u32,
 }
 
 /// `keygen` flags.
@@ -253,7 +257,10 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         .panic_handler(|_| tracing::error!("panic on a matching thread"))
         .build()
         .map_err(|e| format!("thread pool: {e}"))?;
-    let audit = store::AuditLog::start(store.clone()).map_err(|e| format!("audit thread: {e}"))?;
+    let retention = (args.audit_retention_days > 0)
+        .then(|| Duration::from_secs(u64::from(args.audit_retention_days) * 86_400));
+    let audit = store::AuditLog::start(store.clone(), retention)
+        .map_err(|e| format!("audit thread: {e}"))?;
     let on_stop = store.clone();
     let state = Arc::new(AppState {
         audit,

@@ -59,6 +59,8 @@ const MIGRATIONS: &[&str] = &[
     // 4: the last audit journal generation committed (see `super::journal`).
     "CREATE TABLE audit_journal (applied INTEGER NOT NULL);
     INSERT INTO audit_journal (applied) VALUES (0);",
+    // 5: audit rows by time, for retention.
+    "CREATE INDEX audit_ts ON audit(ts);",
 ];
 
 /// The schema version this build writes.
@@ -139,6 +141,14 @@ pub struct AuditRow {
 /// How often the audit flusher moves journaled rows into the database.
 pub const AUDIT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 
+/// How often the audit flusher removes rows past their retention (and once
+/// when it starts).
+pub const AUDIT_PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Audit rows removed per transaction when pruning, so the store is never
+/// held long.
+const PRUNE_CHUNK: i64 = 10_000;
+
 /// The audit log: [`AuditLog::record`] appends a row to the store's journal
 /// (one `write`, on the calling thread), and a flusher thread moves the
 /// journaled rows into the database every [`AUDIT_FLUSH_INTERVAL`], in one
@@ -156,8 +166,11 @@ impl std::fmt::Debug for AuditLog {
 
 impl AuditLog {
     /// Starts the flusher thread over `store`. It runs for the life of the
-    /// process; the server flushes once more when it stops.
-    pub fn start(store: Arc<Store>) -> std::io::Result<Self> {
+    /// process; the server flushes once more when it stops. With a
+    /// `retention`, the thread also removes older rows (see
+    /// [`Store::prune_audit`]) when it starts and every
+    /// [`AUDIT_PRUNE_INTERVAL`].
+    pub fn start(store: Arc<Store>, retention: Option<Duration>) -> std::io::Result<Self> {
         let flusher = store.clone();
         std::thread::Builder::new()
             .name("audit".into())
@@ -165,7 +178,23 @@ impl AuditLog {
                 // A failure is logged once, not every interval, until a
                 // flush succeeds again (the rows stay journaled meanwhile).
                 let mut failing = false;
+                let mut pruned: Option<Instant> = None;
                 loop {
+                    if let Some(keep) = retention {
+                        if pruned.is_none_or(|t| t.elapsed() >= AUDIT_PRUNE_INTERVAL) {
+                            pruned = Some(Instant::now());
+                            let before = now_millis() - keep.as_millis() as i64;
+                            match flusher.prune_audit(before) {
+                                Ok(0) => {}
+                                Ok(rows) => tracing::info!(
+                                    rows,
+                                    retention_days = keep.as_secs() / 86_400,
+                                    "audit rows past their retention removed"
+                                ),
+                                Err(e) => tracing::error!(error = %e, "audit retention"),
+                            }
+                        }
+                    }
                     std::thread::sleep(AUDIT_FLUSH_INTERVAL);
                     match flusher.flush_audit() {
                         Ok(_) if failing => {
@@ -450,6 +479,31 @@ impl Store {
     /// Audit flushes that failed since the store opened.
     pub fn audit_flush_failures(&self) -> u64 {
         self.flush_failures.load(Ordering::Relaxed)
+    }
+
+    /// Removes the audit rows older than `before` (ms since the Unix epoch),
+    /// 10,000 per transaction. Returns how many. Like every
+    /// deletion here, the rows are zeroed in the file (`secure_delete`) and
+    /// the WAL is truncated after.
+    pub fn prune_audit(&self, before: i64) -> Result<usize, StoreError> {
+        let mut total = 0;
+        loop {
+            let n = self.with(|c| {
+                Ok(c.execute(
+                    "DELETE FROM audit WHERE id IN
+                     (SELECT id FROM audit WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
+                    params![before, PRUNE_CHUNK],
+                )?)
+            })?;
+            total += n;
+            if (n as i64) < PRUNE_CHUNK {
+                break;
+            }
+        }
+        if total > 0 {
+            Self::scrub(&*self.lock()?);
+        }
+        Ok(total)
     }
 
     /// Removes a user's keys, template and audit rows (journaled ones
@@ -888,6 +942,43 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Retention removes exactly the rows older than the cut, however many
+    /// chunks that takes, and nothing else.
+    #[test]
+    fn prune_audit_removes_only_rows_past_the_cut() {
+        let dir = std::env::temp_dir().join(format!("blindmatch-prune-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = Store::open(&dir.join("t.db")).unwrap();
+        store.put_keys("ann", "00", b"pk", None).unwrap();
+        let old = PRUNE_CHUNK as usize + 5;
+        for (i, ts) in (0..old as i64).chain(1_000_000..1_000_010).enumerate() {
+            store
+                .journal
+                .append(AuditRow {
+                    ts,
+                    duration_us: i as u64,
+                    ..row("ann")
+                })
+                .unwrap();
+        }
+        store.flush_audit().unwrap();
+        assert_eq!(store.prune_audit(0).unwrap(), 0);
+        assert_eq!(store.prune_audit(1_000_000).unwrap(), old);
+        assert_eq!(store.prune_audit(1_000_000).unwrap(), 0);
+        let left: Vec<i64> = {
+            let c = store.lock().unwrap();
+            let mut st = c.prepare("SELECT ts FROM audit ORDER BY ts").unwrap();
+            st.query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        assert_eq!(left, (1_000_000..1_000_010).collect::<Vec<_>>());
+        drop(store);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// `audit_log` reads committed and journaled rows alike, each once,
     /// newest `limit` of them, oldest first; rows of a deleted user that are
     /// still journaled are left out, as a flush would.
@@ -960,7 +1051,7 @@ mod tests {
         {
             let store = std::sync::Arc::new(Store::open(&path).unwrap());
             store.put_keys("ann", "00", b"pk", None).unwrap();
-            let log = AuditLog::start(store.clone()).unwrap();
+            let log = AuditLog::start(store.clone(), None).unwrap();
             log.record(row("ann")).unwrap();
             assert_eq!(rows_in_db(&store.lock().unwrap()), 0);
             assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 1);
