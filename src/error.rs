@@ -212,6 +212,14 @@ pub enum MatchError {
     /// A gallery of another embedding dimension than the identifier's.
     #[error("the gallery holds templates of dimension {found}, not {expected}")]
     GalleryDimension { expected: usize, found: usize },
+    /// An encrypted probe against a gallery kept for plaintext probes only.
+    #[error(
+        "this gallery keeps its ciphertexts switched down for plaintext probes; an encrypted probe needs a gallery made with Gallery::for_encrypted_probes"
+    )]
+    GalleryLevel,
+    /// Score ciphertexts that are not one per gallery ciphertext.
+    #[error("expected {expected} score ciphertexts (one per gallery ciphertext), got {found}")]
+    ScoreCiphertexts { expected: usize, found: usize },
     /// An erasure computed before another change to the same ciphertext.
     #[error(
         "the gallery changed since the erasure of template {index} was computed; compute it again"

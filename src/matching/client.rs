@@ -59,6 +59,18 @@ pub fn encrypt_probe(
     Ok(sk.encrypt_with(&pt, rng)?)
 }
 
+/// Encrypts a 1:N probe under a service public key, for a matcher that must
+/// not see it ([`super::Identifier::score_encrypted_probe_into`]).
+pub fn encrypt_probe_public(
+    pk: &PublicKey,
+    q: &Quantizer,
+    embedding: &[f32],
+    rng: &mut Prng,
+) -> Result<Ciphertext, MatchError> {
+    let pt = pack_probe(pk.params(), &q.quantize(embedding)?)?;
+    Ok(pk.encrypt_with(&pt, rng)?)
+}
+
 /// Decrypts a compact reply (what a server sends for a relinearized
 /// verification) and reads the first `count` scores.
 pub fn decrypt_score_reply(

@@ -9,8 +9,15 @@
 //! scores the gallery itself ([`Identifier::identify`]), the decrypted scores
 //! are read straight from the gallery, with as many products and no score
 //! ciphertext or inverse transform (`super::fused`).
+//!
+//! A probe the matcher must not see is encrypted under the service key too
+//! ([`super::client::encrypt_probe_public`]); each gallery ciphertext then
+//! costs a ciphertext product with relinearization
+//! ([`Identifier::score_encrypted_probe_into`]), against a gallery kept at the
+//! top level ([`Gallery::for_encrypted_probes`]), and the key holder ranks
+//! the score ciphertexts with [`Identifier::rank`].
 
-use crate::bfv::{Ciphertext, Evaluator, Params, PlaintextNtt, PublicKey, SecretKey};
+use crate::bfv::{Ciphertext, Evaluator, Params, PlaintextNtt, PublicKey, RelinKey, SecretKey};
 use crate::error::MatchError;
 
 use super::fused::FusedScorer;
@@ -92,6 +99,17 @@ impl Gallery {
         })
     }
 
+    /// An empty gallery that keeps its ciphertexts at the top level, as an
+    /// encrypted probe's product needs
+    /// ([`Identifier::score_encrypted_probe_into`]): half again the memory
+    /// and work per plaintext probe of [`Gallery::new`]'s, which serves
+    /// plaintext probes only.
+    pub fn for_encrypted_probes(params: &Params, dim: usize) -> Result<Self, MatchError> {
+        let mut g = Self::new(params, dim)?;
+        g.stored_limbs = params.limbs();
+        Ok(g)
+    }
+
     /// Adds a ciphertext holding `count` templates; returns the index of its
     /// first template.
     pub fn push(&mut self, ct: Ciphertext, count: usize) -> Result<usize, MatchError> {
@@ -122,10 +140,11 @@ impl Gallery {
                 expected: "2, at the top level",
             }));
         }
-        // Stored switched down to all but one prime: a third less memory and
-        // work per probe, and a fresh ciphertext keeps ample budget for one
-        // plaintext product there (tests/suite/matching.rs checks exact
-        // scores on extreme inputs).
+        // Stored switched down to all but one prime (unless kept for
+        // encrypted probes): a third less memory and work per probe, and a
+        // fresh ciphertext keeps ample budget for one plaintext product
+        // there (tests/suite/matching.rs checks exact scores on extreme
+        // inputs).
         let ct = self.ev.mod_switch_to(&ct, self.stored_limbs)?;
         let first = self.cts.len() * max;
         self.cts.push(ct);
@@ -300,6 +319,124 @@ impl Identifier {
         })
     }
 
+    /// Encrypted scores for a probe encrypted under the service key
+    /// ([`super::client::encrypt_probe_public`]), one ciphertext per gallery
+    /// ciphertext, into `out`: each is the product with the probe,
+    /// relinearized with the service key's `rk` and switched down to all but
+    /// one prime. The probe is extended to the multiplication base once for
+    /// the whole gallery. The gallery must keep its ciphertexts at the top
+    /// level ([`Gallery::for_encrypted_probes`]). The matcher learns nothing
+    /// of the probe; the key holder ranks the result with [`Self::rank`].
+    pub fn score_encrypted_probe_into(
+        &self,
+        gallery: &Gallery,
+        probe: &Ciphertext,
+        rk: &RelinKey,
+        out: &mut Vec<Ciphertext>,
+    ) -> Result<(), MatchError> {
+        self.check_gallery(gallery)?;
+        self.params.check(rk.params())?;
+        if gallery.stored_limbs != self.params.limbs() {
+            return Err(MatchError::GalleryLevel);
+        }
+        if probe.is_transparent() {
+            return Err(MatchError::TransparentCiphertext);
+        }
+        let prepared = self.ev.prepare_multiplicand(probe)?;
+        let limbs = stored_limbs(&self.params);
+        *out = crate::backend::par_map_init(
+            &gallery.cts,
+            || (),
+            |_, ct| {
+                Ok::<_, MatchError>(
+                    self.ev
+                        .multiply_prepared_to(&prepared, ct, Some(rk), limbs)?,
+                )
+            },
+        )?;
+        Ok(())
+    }
+
+    /// The key holder's step for score ciphertexts made by a matcher
+    /// ([`Self::score_ciphertexts`] or [`Self::score_encrypted_probe_into`]),
+    /// one per gallery ciphertext in order: decrypts their scores and
+    /// returns the `top_k` best matches, best first (erased templates left
+    /// out).
+    pub fn rank(
+        &self,
+        gallery: &Gallery,
+        sk: &SecretKey,
+        scores: &[Ciphertext],
+        top_k: usize,
+    ) -> Result<Vec<Match>, MatchError> {
+        self.check_gallery(gallery)?;
+        self.params.check(sk.params())?;
+        if scores.len() != gallery.cts.len() {
+            return Err(MatchError::ScoreCiphertexts {
+                expected: gallery.cts.len(),
+                found: scores.len(),
+            });
+        }
+        if top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let dim = self.quantizer.dim();
+        let per = templates_per_ciphertext(&self.params, dim);
+        let positions: Vec<usize> = (0..per).map(|k| score_position(dim, k)).collect();
+        let t = self.params.plaintext_modulus();
+        let decrypted = crate::backend::par_map_init(
+            scores,
+            || (),
+            |_, ct| {
+                let raw = sk.decrypt_coefficients(ct, &positions)?;
+                Ok::<_, MatchError>(raw.iter().map(|&v| crate::bfv::centred(v, t)).collect())
+            },
+        )?;
+        Ok(self.best(gallery, &decrypted, top_k))
+    }
+
+    fn check_gallery(&self, gallery: &Gallery) -> Result<(), MatchError> {
+        self.params.check(&gallery.params)?;
+        let dim = self.quantizer.dim();
+        if gallery.dim != dim {
+            return Err(MatchError::GalleryDimension {
+                expected: dim,
+                found: gallery.dim,
+            });
+        }
+        Ok(())
+    }
+
+    /// The `top_k` (at least 1) best of every template's score (`scores[c][k]`:
+    /// template `k` of ciphertext `c`), best first, ties by index; erased
+    /// templates and empty blocks left out.
+    fn best(&self, gallery: &Gallery, scores: &[Vec<i64>], top_k: usize) -> Vec<Match> {
+        let per = templates_per_ciphertext(&self.params, self.quantizer.dim());
+        let mut all: Vec<Match> = Vec::new();
+        for (ci, s) in scores.iter().enumerate() {
+            let erased = gallery.erased[ci];
+            for (k, &score) in s.iter().enumerate().take(gallery.counts[ci]) {
+                if erased >> k & 1 == 1 {
+                    continue;
+                }
+                all.push(Match {
+                    index: ci * per + k,
+                    score,
+                    cosine: self.quantizer.cosine(score),
+                });
+            }
+        }
+        // Best first, ties by index: a total order, so selecting the first
+        // `top_k` and sorting only them gives what sorting everything would.
+        let order = |a: &Match, b: &Match| b.score.cmp(&a.score).then(a.index.cmp(&b.index));
+        if all.len() > top_k {
+            all.select_nth_unstable_by(top_k - 1, order);
+            all.truncate(top_k);
+        }
+        all.sort_by(order);
+        all
+    }
+
     /// The key holder's step: decrypts every score ciphertext and returns the
     /// `top_k` best matches, best first.
     pub fn identify(
@@ -310,15 +447,9 @@ impl Identifier {
         top_k: usize,
     ) -> Result<Vec<Match>, MatchError> {
         self.params.check(sk.params())?;
-        self.params.check(&gallery.params)?;
+        self.check_gallery(gallery)?;
         let probe = self.prepare_probe(embedding)?;
         let dim = self.quantizer.dim();
-        if gallery.dim != dim {
-            return Err(MatchError::GalleryDimension {
-                expected: dim,
-                found: gallery.dim,
-            });
-        }
         if top_k == 0 {
             return Ok(Vec::new());
         }
@@ -361,28 +492,6 @@ impl Identifier {
                 )?
             }
         };
-        let mut all: Vec<Match> = Vec::new();
-        for (ci, s) in scores.iter().enumerate() {
-            let erased = gallery.erased[ci];
-            for (k, &score) in s.iter().enumerate().take(gallery.counts[ci]) {
-                if erased >> k & 1 == 1 {
-                    continue;
-                }
-                all.push(Match {
-                    index: ci * per + k,
-                    score,
-                    cosine: self.quantizer.cosine(score),
-                });
-            }
-        }
-        // Best first, ties by index: a total order, so selecting the first
-        // `top_k` and sorting only them gives what sorting everything would.
-        let order = |a: &Match, b: &Match| b.score.cmp(&a.score).then(a.index.cmp(&b.index));
-        if all.len() > top_k {
-            all.select_nth_unstable_by(top_k - 1, order);
-            all.truncate(top_k);
-        }
-        all.sort_by(order);
-        Ok(all)
+        Ok(self.best(gallery, &scores, top_k))
     }
 }

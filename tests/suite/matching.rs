@@ -350,6 +350,90 @@ suite_test! {
         eprintln!("identify on extreme inputs, gallery over 2 primes: worst budget {worst_budget:.1} bits");
     }
 
+    fn identify_with_an_encrypted_probe() {
+        // A probe encrypted under the service key: the matcher multiplies it
+        // into a top-level gallery without seeing it, the key holder ranks
+        // the products; the scores are the exact inner products, on extreme
+        // inputs too, and the ranking is the plaintext probe's.
+        let params = Params::auth4096();
+        let d = 128;
+        let mut rng = Rng::new(61);
+        let mut prng = seeded(61);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let rk = RelinKey::new_with(&sk, &mut prng);
+        let q = Quantizer::new(&params, d).unwrap();
+        let id = Identifier::new(&params, d).unwrap();
+        let mut people = extreme_embeddings(d);
+        while people.len() < 40 {
+            people.push(embedding(&mut rng, d));
+        }
+        let mut gallery = Gallery::for_encrypted_probes(&params, d).unwrap();
+        let mut plain = Gallery::new(&params, d).unwrap();
+        for chunk in people.chunks(32) {
+            let refs: Vec<&[f32]> = chunk.iter().map(|e| e.as_slice()).collect();
+            let ct = client::encrypt_templates_public(&pk, &q, &refs, &mut prng).unwrap();
+            gallery.push(ct.clone(), chunk.len()).unwrap();
+            plain.push(ct, chunk.len()).unwrap();
+        }
+        assert_eq!(gallery.stored_limbs(), params.limbs());
+        assert_eq!(2 * gallery.memory_bytes(), 3 * plain.memory_bytes());
+        // One erased template stays out of the ranking.
+        let e = gallery.erase(33, &sk, &pk).unwrap();
+        gallery.apply(e).unwrap();
+        let tq: Vec<Vec<i32>> = people.iter().map(|e| q.quantize(e).unwrap()).collect();
+        let mut scores = Vec::new();
+        let mut worst_budget = f64::INFINITY;
+        for (i, probe) in extreme_embeddings(d).into_iter().chain([people[20].clone()]).enumerate() {
+            let ct = client::encrypt_probe_public(&pk, &q, &probe, &mut prng).unwrap();
+            id.score_encrypted_probe_into(&gallery, &ct, &rk, &mut scores).unwrap();
+            assert_eq!(scores.len(), 2);
+            for s in &scores {
+                assert_eq!(s.limbs(), params.limbs() - 1);
+                worst_budget = worst_budget.min(sk.noise_budget(s).unwrap());
+            }
+            let all = id.rank(&gallery, &sk, &scores, 40).unwrap();
+            assert_eq!(all.len(), 39, "probe {i}");
+            let pq = q.quantize(&probe).unwrap();
+            for m in &all {
+                assert_ne!(m.index, 33);
+                assert_eq!(m.score, dot(&tq[m.index], &pq), "probe {i}, template {}", m.index);
+            }
+            // The same ranking as the plaintext probe's, erased template aside.
+            let mut expected = id.identify(&plain, &sk, &probe, 40).unwrap();
+            expected.retain(|m| m.index != 33);
+            assert_eq!(all, expected, "probe {i}");
+            assert_eq!(id.rank(&gallery, &sk, &scores, 3).unwrap(), expected[..3].to_vec());
+        }
+        assert!(worst_budget > 4.0, "encrypted-probe margin {worst_budget}");
+        eprintln!("identify with an encrypted probe, extreme inputs: worst budget {worst_budget:.1} bits");
+
+        // Typed refusals: a gallery switched down for plaintext probes, a
+        // transparent probe, score ciphertexts that do not match the gallery.
+        let ct = client::encrypt_probe_public(&pk, &q, &people[0], &mut prng).unwrap();
+        assert!(matches!(
+            id.score_encrypted_probe_into(&plain, &ct, &rk, &mut scores),
+            Err(MatchError::GalleryLevel)
+        ));
+        let transparent = {
+            let ev = blindmatch::bfv::Evaluator::new(&params);
+            let pt = CoefficientEncoder::new(&params).encode(&[5]).unwrap();
+            let mut z = ev.sub(&ct, &ct).unwrap();
+            ev.add_plain_assign(&mut z, &pt).unwrap();
+            z
+        };
+        assert!(matches!(
+            id.score_encrypted_probe_into(&gallery, &transparent, &rk, &mut scores),
+            Err(MatchError::TransparentCiphertext)
+        ));
+        id.score_encrypted_probe_into(&gallery, &ct, &rk, &mut scores).unwrap();
+        assert!(matches!(
+            id.rank(&gallery, &sk, &scores[..1], 5),
+            Err(MatchError::ScoreCiphertexts { expected: 2, found: 1 })
+        ));
+        assert!(id.rank(&gallery, &sk, &scores, 0).unwrap().is_empty());
+    }
+
     fn gallery_erasure_removes_one_template_and_keeps_the_rest() {
         let params = Params::auth4096();
         let mut rng = Rng::new(31);
