@@ -13,6 +13,9 @@
 //! * `matching/identify_full_1core` and `matching/identify_full_allcores`:
 //!   the key holder's whole identification (scores decrypted, ranked) on one
 //!   core and on every core.
+//! * `matching/identify_encrypted_probe_1core`: a probe encrypted under the
+//!   service key scored against 3 200 templates (100 ciphertexts kept at the
+//!   top level), one relinearized product per ciphertext, on one core.
 //! * `matching/client_encrypt_probe` and `matching/client_decrypt_scores`.
 
 use blindmatch::bfv::{Params, Prng, PublicKey, RelinKey, SecretKey};
@@ -20,6 +23,9 @@ use blindmatch::matching::{client, Gallery, Identifier, Quantizer, Verifier};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 const GALLERY_TEMPLATES: usize = 100_000;
+
+/// Ciphertexts of the encrypted-probe gallery (32 templates each).
+const HIDDEN_PROBE_CTS: usize = 100;
 
 fn face(seed: usize) -> Vec<f32> {
     (0..128)
@@ -152,6 +158,31 @@ fn matching(c: &mut Criterion) {
         b.iter(|| {
             id.identify(black_box(&gallery), &service_sk, &faces[7], 5)
                 .unwrap()
+        })
+    });
+    drop(gallery);
+
+    // The probe hidden from the matcher: encrypted under the service key,
+    // against a gallery kept at the top level.
+    let service_rk = RelinKey::new_with(&service_sk, &mut rng);
+    let mut hidden = Gallery::for_encrypted_probes(&params, 128).unwrap();
+    for _ in 0..HIDDEN_PROBE_CTS {
+        let ct = client::encrypt_templates_public(&service_pk, &q, &refs, &mut rng).unwrap();
+        hidden.push(ct, per).unwrap();
+    }
+    let probe_ct = client::encrypt_probe_public(&service_pk, &q, &faces[7], &mut rng).unwrap();
+    let mut hidden_scores = Vec::new();
+    g.bench_function("identify_encrypted_probe_1core", |b| {
+        b.iter(|| {
+            one.install(|| {
+                id.score_encrypted_probe_into(
+                    black_box(&hidden),
+                    &probe_ct,
+                    &service_rk,
+                    &mut hidden_scores,
+                )
+                .unwrap()
+            })
         })
     });
     g.finish();

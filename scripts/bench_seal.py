@@ -135,6 +135,8 @@ class Timer:
 
 # 100 000 templates of dimension 128, 32 per ciphertext.
 GALLERY_CTS = 3125
+# The encrypted-probe gallery: 3 200 templates (benches/matching.rs).
+HIDDEN_PROBE_CTS = 100
 
 
 def make_context():
@@ -378,6 +380,25 @@ def main():
     slow = Timer(budget_s=timer.budget_s, min_batches=5, max_batches=31, cpu_time=args.cpu_time)
     slow.run("identify_full_1core", identify_full)
     del gallery, scores
+
+    # A probe encrypted under the service key against 100 gallery
+    # ciphertexts (3 200 templates): one multiply + relinearize per
+    # ciphertext (SEAL multiplies BFV ciphertexts in coefficient form, as it
+    # keeps them).
+    hidden = []
+    for _ in range(HIDDEN_PROBE_CTS):
+        g = seal.Ciphertext(ctx)
+        ev.negate(ca, g)
+        hidden.append(g)
+    hidden_out = [seal.Ciphertext(ctx) for _ in range(HIDDEN_PROBE_CTS)]
+
+    def identify_encrypted_probe():
+        for g, o in zip(hidden, hidden_out):
+            ev.multiply(g, cb, o)
+            ev.relinearize_inplace(o, rk)
+
+    slow.run("identify_encrypted_probe_1core", identify_encrypted_probe)
+    del hidden, hidden_out
     timer.run("add", lambda: ev.add(ca, cb, out))
 
     # ------------------------------------------------------------------ sizes
