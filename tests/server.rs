@@ -674,6 +674,62 @@ fn backup_while_serving_restores_to_a_working_server() {
 }
 
 #[test]
+fn sigterm_flushes_the_audit_journal() {
+    let _machine = shared();
+    let dir = temp_dir("sigterm");
+    let db = dir.join("blindmatch.db");
+    let mut id = Identity::new(17);
+    let mut rng = Prng::from_seed([17; 32]);
+    let face = embedding(&mut rng);
+    let srv = Server::start(&dir, &[]);
+    let u = &srv.url;
+    let r = call(
+        "PUT",
+        &format!("{u}/v1/users/ann/keys"),
+        Some(&id.keys_body(false)),
+    );
+    assert_eq!(r.status, 201);
+    let r = call(
+        "PUT",
+        &format!("{u}/v1/users/ann/template"),
+        Some(&id.template(std::slice::from_ref(&face))),
+    );
+    assert_eq!(r.status, 204);
+    for _ in 0..3 {
+        let r = call(
+            "POST",
+            &format!("{u}/v1/users/ann/verify"),
+            Some(&id.probe(&face)),
+        );
+        assert_eq!(r.status, 200);
+    }
+    // A graceful stop commits what is journaled before the process ends: the
+    // rows are in the database without a restart.
+    let pid = srv.child.lock().unwrap().id();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let start = Instant::now();
+    loop {
+        if let Some(exit) = srv.child.lock().unwrap().try_wait().unwrap() {
+            assert!(exit.success(), "{exit}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        count_rows(&db, "SELECT count(*) FROM audit WHERE user = 'ann'"),
+        3
+    );
+}
+
+#[test]
 fn audit_retention_removes_old_rows_only() {
     let _machine = shared();
     let dir = temp_dir("retention");
