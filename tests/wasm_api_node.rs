@@ -9,7 +9,7 @@
 #![cfg(target_arch = "wasm32")]
 
 use blindmatch::bfv::Prng;
-use blindmatch::matching::Quantizer;
+use blindmatch::matching::{Gallery, Identifier, Quantizer};
 use blindmatch::wasm::{
     JsBatchEncoder, JsCiphertext, JsCoefficientEncoder, JsEvaluator, JsKeys, JsParams, JsPlaintext,
     JsPublicKey, JsPublicKeyEncryptor, JsRelinKey, JsSecretKey, JsVerifier,
@@ -298,6 +298,7 @@ fn public_key_encryptor_templates_match() {
         &list(&embs.iter().map(|e| f32s(e)).collect::<Vec<_>>()),
         128.0,
     ));
+    let tmpl_bytes = tmpl.clone();
     // Public-key ciphertexts are never seeded: two full polynomials.
     let ct = ok(JsCiphertext::from_bytes(&p, &tmpl.clone().into()));
     assert!(!ct.seeded());
@@ -316,6 +317,42 @@ fn public_key_encryptor_templates_match() {
         .map(|e| inner(&q.quantize(e).unwrap(), &b) as f64)
         .collect();
     assert_eq!(s, want);
+
+    // 1:N with the probe hidden from the matcher: encrypted here under the
+    // service key, scored against a gallery kept for encrypted probes, ranked
+    // by the key holder; the exact inner products, best first.
+    let sk =
+        blindmatch::bfv::SecretKey::from_bytes(&params, &vecu8(&keys.export_secret_key())).unwrap();
+    let rk = blindmatch::bfv::RelinKey::from_bytes(&params, &vecu8(&ok(keys.relin_key()))).unwrap();
+    let mut gallery = Gallery::for_encrypted_probes(&params, DIM).unwrap();
+    gallery
+        .push(
+            blindmatch::bfv::Ciphertext::from_bytes(&params, &vecu8(&tmpl_bytes)).unwrap(),
+            3,
+        )
+        .unwrap();
+    let hidden = ok(enc.encrypt_probe(&f32s(&embs[2]), 128.0));
+    let hidden = blindmatch::bfv::Ciphertext::from_bytes(&params, &vecu8(&hidden)).unwrap();
+    let id = Identifier::new(&params, DIM).unwrap();
+    let mut scores = Vec::new();
+    id.score_encrypted_probe_into(&gallery, &hidden, &rk, &mut scores)
+        .unwrap();
+    let best = id.rank(&gallery, &sk, &scores, 3).unwrap();
+    let b = q.quantize(&embs[2]).unwrap();
+    let mut want: Vec<(usize, i64)> = embs
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (i, inner(&q.quantize(e).unwrap(), &b)))
+        .collect();
+    want.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+    assert_eq!(
+        best.iter().map(|m| (m.index, m.score)).collect::<Vec<_>>(),
+        want
+    );
+    fails(
+        enc.encrypt_probe(&f32s(&embs[2][..100]), 128.0),
+        &["PublicKeyEncryptor.encryptProbe", "100", "128"],
+    );
 }
 
 #[wasm_bindgen_test]

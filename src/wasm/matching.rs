@@ -292,6 +292,24 @@ impl JsPublicKeyEncryptor {
             .map_err(|e| err(C, e))?;
         Ok(bytes_out(&ct.to_bytes()))
     }
+
+    /// Encrypts a 1:N probe (a `Float32Array` of length `dim`) under the
+    /// service's public key, for a matcher that must not see it: the matcher
+    /// scores it against a gallery kept for encrypted probes, and only the
+    /// key holder reads the scores.
+    #[wasm_bindgen(js_name = encryptProbe)]
+    pub fn encrypt_probe(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Float32Array")] embedding: &JsValue,
+        dim: f64,
+    ) -> Result<Uint8Array, JsError> {
+        const C: &str = "PublicKeyEncryptor.encryptProbe";
+        let q = quantizer(C, &self.params, dim)?;
+        let e = f32_in(C, "embedding", embedding, q.dim())?;
+        let ct =
+            client::encrypt_probe_public(&self.pk, &q, &e, &mut rng(C)?).map_err(|e| err(C, e))?;
+        Ok(bytes_out(&ct.to_bytes()))
+    }
 }
 
 /// The server's 1:1 step: template × probe, masked, re-randomized and

@@ -64,6 +64,8 @@ test('bad embeddings', () => {
   fails(() => keys.encryptProbe(undefined, 128), /Float32Array/, /undefined/);
   const enc = bm.PublicKeyEncryptor.fromPublicKey(params, keys.publicKey());
   fails(() => enc.encryptTemplates([withAt(1, NaN)], 128), /PublicKeyEncryptor\.encryptTemplates/, /finite/);
+  fails(() => enc.encryptProbe(withAt(1, NaN), 128), /PublicKeyEncryptor\.encryptProbe/, /finite/);
+  fails(() => enc.encryptProbe(good, 64), /128/, /64/);
   // A getter that throws is reported, not propagated through wasm.
   const hostile = [good];
   Object.defineProperty(hostile, 0, { get() { throw new Error('boom'); } });

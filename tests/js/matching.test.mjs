@@ -85,6 +85,13 @@ test('service-key mode: PublicKeyEncryptor templates', () => {
   const reply = new bm.Verifier(params, 128).verify(template, probe, keys.publicKey());
   const b = quantize(embs[0]);
   assert.deepEqual(keys.decryptScores(reply, 2).scores, embs.map((e) => dot(quantize(e), b)));
+  // A probe hidden from the matcher: encrypted with the public key too,
+  // never seeded (two full polynomials), the same exact scores.
+  const hidden = enc.encryptProbe(embs[1], 128);
+  assert.ok(hidden.length > probe.length + 40000, `${hidden.length} vs ${probe.length}`);
+  const again = new bm.Verifier(params, 128).verify(template, hidden, keys.publicKey());
+  const c = quantize(embs[1]);
+  assert.deepEqual(keys.decryptScores(again, 2).scores, embs.map((e) => dot(quantize(e), c)));
 });
 
 test('other dimensions: 64, 256, 512', () => {

@@ -47,6 +47,7 @@ async function main(): Promise<void> {
   const s2: Scores = again.decryptScores(reply, 2, 128);
   const first: number = s.scores[0] + s.cosines[0] + s2.scores.length;
   const svc: Uint8Array = PublicKeyEncryptor.fromPublicKey(params, pk).encryptTemplates([emb], 128);
+  const hiddenProbe: Uint8Array = PublicKeyEncryptor.fromPublicKey(params, pk).encryptProbe(emb, 128);
 
   const sk = SecretKey.generate(params);
   const enc = new BatchEncoder(params);
@@ -99,7 +100,7 @@ async function main(): Promise<void> {
   await server.eraseGalleryTemplate('staff', added.first_index);
   const gone: boolean = await server.deleteGallery('staff');
   console.log(best?.cosine, all.length, gone);
-  console.log(build, n, id, first, svc.length, slots[0], wide[0], bytes.length, ws.scores, sp.dimension, vs, removed, framed);
+  console.log(build, n, id, first, svc.length, hiddenProbe.length, slots[0], wide[0], bytes.length, ws.scores, sp.dimension, vs, removed, framed);
 }
 
 void main;
