@@ -380,19 +380,30 @@ impl Identifier {
         if top_k == 0 {
             return Ok(Vec::new());
         }
-        let dim = self.quantizer.dim();
-        let per = templates_per_ciphertext(&self.params, dim);
-        let positions: Vec<usize> = (0..per).map(|k| score_position(dim, k)).collect();
-        let t = self.params.plaintext_modulus();
+        let positions = self.score_positions();
         let decrypted = crate::backend::par_map_init(
             scores,
             || (),
             |_, ct| {
                 let raw = sk.decrypt_coefficients(ct, &positions)?;
-                Ok::<_, MatchError>(raw.iter().map(|&v| crate::bfv::centred(v, t)).collect())
+                Ok::<_, MatchError>(self.centred(&raw))
             },
         )?;
         Ok(self.best(gallery, &decrypted, top_k))
+    }
+
+    /// Where a ciphertext's scores sit among its coefficients.
+    fn score_positions(&self) -> Vec<usize> {
+        let dim = self.quantizer.dim();
+        (0..templates_per_ciphertext(&self.params, dim))
+            .map(|k| score_position(dim, k))
+            .collect()
+    }
+
+    /// Scores mod t as signed integers.
+    fn centred(&self, raw: &[u32]) -> Vec<i64> {
+        let t = self.params.plaintext_modulus();
+        raw.iter().map(|&v| crate::bfv::centred(v, t)).collect()
     }
 
     fn check_gallery(&self, gallery: &Gallery) -> Result<(), MatchError> {
@@ -454,9 +465,6 @@ impl Identifier {
             return Ok(Vec::new());
         }
         let per = templates_per_ciphertext(&self.params, dim);
-        let t = self.params.plaintext_modulus();
-        let centre =
-            |raw: &[u32]| -> Vec<i64> { raw.iter().map(|&v| crate::bfv::centred(v, t)).collect() };
         let scores: Vec<Vec<i64>> = match self
             .fused
             .as_ref()
@@ -472,7 +480,7 @@ impl Identifier {
                     |(rows, raw), ct| {
                         f.score_residues(ct, &fp, rows);
                         crate::bfv::round_residue_rows_to_t(&self.params, rows, raw);
-                        Ok::<_, MatchError>(centre(raw))
+                        Ok::<_, MatchError>(self.centred(raw))
                     },
                 )?
             }
@@ -480,14 +488,14 @@ impl Identifier {
             // buffers for every gallery ciphertext, and only the score
             // coefficients are rounded.
             None => {
-                let positions: Vec<usize> = (0..per).map(|k| score_position(dim, k)).collect();
+                let positions = self.score_positions();
                 crate::backend::par_map_init(
                     &gallery.cts,
                     || Ciphertext::new(&self.params, Vec::new()),
                     |scratch, ct| {
                         self.ev.multiply_plain_into(ct, &probe, scratch)?;
                         let raw = sk.decrypt_coefficients(scratch, &positions)?;
-                        Ok::<_, MatchError>(centre(&raw))
+                        Ok::<_, MatchError>(self.centred(&raw))
                     },
                 )?
             }
