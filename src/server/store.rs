@@ -889,6 +889,14 @@ fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 mod tests {
     use super::*;
 
+    /// A fresh directory for one test's database.
+    fn temp_dir(tag: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("blindmatch-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     fn row(user: &str) -> AuditRow {
         AuditRow {
             user: user.into(),
@@ -903,9 +911,7 @@ mod tests {
     /// its top bit set (template 63 at d = 64) reads back as written.
     #[test]
     fn schema_2_migrates_and_erasure_masks_round_trip() {
-        let dir = std::env::temp_dir().join(format!("blindmatch-mig-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp_dir("mig");
         let path = dir.join("t.db");
         {
             let c = Connection::open(&path).unwrap();
@@ -946,9 +952,7 @@ mod tests {
     /// chunks that takes, and nothing else.
     #[test]
     fn prune_audit_removes_only_rows_past_the_cut() {
-        let dir = std::env::temp_dir().join(format!("blindmatch-prune-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp_dir("prune");
         let store = Store::open(&dir.join("t.db")).unwrap();
         store.put_keys("ann", "00", b"pk", None).unwrap();
         let old = PRUNE_CHUNK as usize + 5;
@@ -984,9 +988,7 @@ mod tests {
     /// still journaled are left out, as a flush would.
     #[test]
     fn audit_log_reads_the_database_and_the_journal() {
-        let dir = std::env::temp_dir().join(format!("blindmatch-auditlog-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp_dir("auditlog");
         let path = dir.join("t.db");
         let store = Store::open(&path).unwrap();
         store.put_keys("ann", "00", b"pk", None).unwrap();
@@ -1040,9 +1042,7 @@ mod tests {
     /// when the store opens again.
     #[test]
     fn audit_rows_go_through_the_journal_and_survive_a_crash() {
-        let dir = std::env::temp_dir().join(format!("blindmatch-audit-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp_dir("audit");
         let path = dir.join("t.db");
         let rows_in_db = |c: &Connection| -> i64 {
             c.query_row("SELECT count(*) FROM audit", [], |r| r.get(0))
