@@ -673,6 +673,23 @@ fn backup_while_serving_restores_to_a_working_server() {
     verify(&srv.url, &mut id, &mut rng);
 }
 
+/// Registers `user` (keys without a relinearization key) and enrolls `face`
+/// as their one template, over HTTP.
+fn enroll(u: &str, user: &str, id: &mut Identity, face: &[f32]) {
+    let r = call(
+        "PUT",
+        &format!("{u}/v1/users/{user}/keys"),
+        Some(&id.keys_body(false)),
+    );
+    assert_eq!(r.status, 201);
+    let r = call(
+        "PUT",
+        &format!("{u}/v1/users/{user}/template"),
+        Some(&id.template(&[face.to_vec()])),
+    );
+    assert_eq!(r.status, 204);
+}
+
 #[test]
 fn sigterm_flushes_the_audit_journal() {
     let _machine = shared();
@@ -683,18 +700,7 @@ fn sigterm_flushes_the_audit_journal() {
     let face = embedding(&mut rng);
     let srv = Server::start(&dir, &[]);
     let u = &srv.url;
-    let r = call(
-        "PUT",
-        &format!("{u}/v1/users/ann/keys"),
-        Some(&id.keys_body(false)),
-    );
-    assert_eq!(r.status, 201);
-    let r = call(
-        "PUT",
-        &format!("{u}/v1/users/ann/template"),
-        Some(&id.template(std::slice::from_ref(&face))),
-    );
-    assert_eq!(r.status, 204);
+    enroll(u, "ann", &mut id, &face);
     for _ in 0..3 {
         let r = call(
             "POST",
@@ -740,18 +746,7 @@ fn audit_retention_removes_old_rows_only() {
     {
         let srv = Server::start(&dir, &[]);
         let u = &srv.url;
-        let r = call(
-            "PUT",
-            &format!("{u}/v1/users/ann/keys"),
-            Some(&id.keys_body(false)),
-        );
-        assert_eq!(r.status, 201);
-        let r = call(
-            "PUT",
-            &format!("{u}/v1/users/ann/template"),
-            Some(&id.template(std::slice::from_ref(&face))),
-        );
-        assert_eq!(r.status, 204);
+        enroll(u, "ann", &mut id, &face);
         let r = call(
             "POST",
             &format!("{u}/v1/users/ann/verify"),
