@@ -235,8 +235,9 @@ fi
 
 # --- static checks -------------------------------------------------------------
 check fmt $((5 * MIN)) cargo fmt --check -- --color=never || true
+# count-transforms adds examples/transforms.rs (the bench's floor counts).
 check clippy-x86_64 $((20 * MIN)) \
-  cargo clippy --all-targets --features server -- -D warnings || true
+  cargo clippy --all-targets --features server,count-transforms -- -D warnings || true
 check clippy-aarch64 $((20 * MIN)) \
   cargo clippy --all-targets --target aarch64-unknown-linux-gnu --features neon -- -D warnings || true
 # Benches are native only (criterion is not a wasm32 dependency).

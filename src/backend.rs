@@ -222,6 +222,7 @@ impl Backend {
 
     pub(crate) fn forward(self, t: &NttTables, a: &mut [u32]) {
         debug_assert_eq!(a.len(), t.n);
+        crate::transforms::record_forward();
         match self.0 {
             Kind::Scalar => scalar::forward(t, a),
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
@@ -241,6 +242,7 @@ impl Backend {
 
     pub(crate) fn inverse(self, t: &NttTables, a: &mut [u32], s: &InvScale) {
         debug_assert_eq!(a.len(), t.n);
+        crate::transforms::record_inverse();
         match self.0 {
             Kind::Scalar => scalar::inverse(t, a, s),
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().

@@ -15,6 +15,8 @@
 //!   primes and roots of unity.
 //! * [`ntt`]: the negacyclic NTT plan and pointwise multiply kernels.
 //! * [`backend`]: the only place that knows about CPU features.
+//! * [`transforms`]: how many transforms each BFV operation makes (the
+//!   floor of its time).
 //!
 //! ```
 //! use blindmatch::ntt::NttPlan;
@@ -46,6 +48,7 @@ pub mod bfv;
 pub mod error;
 pub mod matching;
 pub mod ntt;
+pub mod transforms;
 
 pub use backend::Backend;
 pub use error::{ArithError, BfvError, FormatError, MatchError, ParamsError};
