@@ -13,6 +13,9 @@
 //! * `matching/identify_full_1core` and `matching/identify_full_allcores`:
 //!   the key holder's whole identification (scores decrypted, ranked) on one
 //!   core and on every core.
+//! * `matching/gallery_read_1core` and `matching/gallery_copy_1core`: the
+//!   memory floor of the two passes above, the gallery's bytes read (and
+//!   copied) once on one core with no arithmetic.
 //! * `matching/identify_encrypted_probe_1core`: a probe encrypted under the
 //!   service key scored against 3 200 templates (100 ciphertexts kept at the
 //!   top level), one relinearized product per ciphertext, on one core.
@@ -160,6 +163,33 @@ fn matching(c: &mut Criterion) {
                 .unwrap()
         })
     });
+    // The floor of any 1:N pass on this machine: the gallery's bytes only
+    // read (what the key holder's identification must do), and read and
+    // written once more (what making a score ciphertext per gallery
+    // ciphertext must do), on one core, in buffers of the gallery's size
+    // and shape (one per ciphertext).
+    let words = gallery.memory_bytes() / gallery.ciphertexts() / 4;
+    let src: Vec<Vec<u32>> = (0..gallery.ciphertexts())
+        .map(|i| (0..words as u32).map(|w| w ^ i as u32).collect())
+        .collect();
+    let mut dst: Vec<Vec<u32>> = src.iter().map(|c| vec![0u32; c.len()]).collect();
+    g.bench_function("gallery_read_1core", |b| {
+        b.iter(|| {
+            black_box(&src)
+                .iter()
+                .map(|c| c.iter().fold(0u32, |a, &x| a.wrapping_add(x)))
+                .fold(0u32, u32::wrapping_add)
+        })
+    });
+    g.bench_function("gallery_copy_1core", |b| {
+        b.iter(|| {
+            for (d, s) in dst.iter_mut().zip(black_box(&src)) {
+                d.copy_from_slice(s);
+            }
+            black_box(&dst);
+        })
+    });
+    drop((src, dst));
     drop(gallery);
 
     // The probe hidden from the matcher: encrypted under the service key,

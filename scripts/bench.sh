@@ -52,6 +52,10 @@ if [ "$QUICK" = 0 ]; then
   echo "$HTTP_ROWS"
 fi
 
+echo "== transforms per BFV operation (the floors' counts) =="
+TRANSFORM_ROWS="$(cargo run --quiet --release --example transforms --features count-transforms)"
+echo "$TRANSFORM_ROWS"
+
 echo "== sizes on the wire =="
 SIZE_ROWS="$(cargo run --quiet --release --example sizes)"
 echo "$SIZE_ROWS"
@@ -87,7 +91,7 @@ $(node bench/node_seal/page.mjs)"
 fi
 echo "$NODESEAL_ROWS"
 
-HTTP_ROWS="$HTTP_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
+TRANSFORM_ROWS="$TRANSFORM_ROWS" HTTP_ROWS="$HTTP_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo
 cat bench/results.tsv
 echo

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Turns criterion's estimates and the wasm bench rows into bench/results.tsv
 and bench/REPORT.md. Called by scripts/bench.sh; reads WASM_ROWS and COMMAND
-from the environment."""
+from the environment (and SEAL_ROWS, SIZE_ROWS, SERVER_ROWS, HTTP_ROWS,
+NODESEAL_ROWS, TRANSFORM_ROWS)."""
 import datetime
 import json
 import os
@@ -118,6 +119,55 @@ for line in os.environ.get("NODESEAL_ROWS", "").splitlines():
         where = "chromium" if kind.startswith("chromium") else "node"
         rows.append((f"wasm-{where}", op, ours, "our-baseline-build", theirs))
 
+# The 1:N passes against the memory floor of the same bytes on one core
+# (ratio near 1: the pass runs at the speed of the memory, not of its
+# arithmetic).
+for ours_op, floor_op in (("identify_scores_1core", "gallery_copy_1core"),
+                          ("identify_full_1core", "gallery_read_1core")):
+    ours, floor = median_us("matching", ours_op, ""), median_us("matching", floor_op, "")
+    if ours is not None and floor is not None:
+        rows.append(("matching", ours_op, ours, f"memory:{floor_op}", floor))
+
+# Floors: an operation can be no faster than its transforms (counted by
+# examples/transforms.rs, pinned by a unit test in src/transforms.rs) on the
+# engine that runs it (one transform timed in the same process as the
+# node-seal comparison). The budget is node-seal's time over the issue's
+# target ratio.
+counts = {}
+for line in os.environ.get("TRANSFORM_ROWS", "").splitlines():
+    parts = line.split("\t")
+    if len(parts) == 4 and parts[0] == "transforms":
+        counts[parts[1]] = (int(parts[2]), int(parts[3]))
+transform_us = {}
+seal_wasm = {}
+ours_wasm = {}
+for line in os.environ.get("NODESEAL_ROWS", "").splitlines():
+    parts = line.split("\t")
+    if len(parts) != 4:
+        continue
+    where = "chromium" if parts[0].startswith("chromium") else "node"
+    try:
+        if parts[0].endswith("transform-time"):
+            transform_us[(where, parts[1])] = float(parts[2])
+        elif parts[0].endswith("node-seal"):
+            ours_wasm[(where, parts[1])] = float(parts[2])
+            seal_wasm[(where, parts[1])] = float(parts[3])
+    except ValueError:
+        continue
+TARGETS = [("node", op, 20) for op in ("keygen", "encrypt_secret", "encrypt_public", "decrypt")]
+TARGETS += [("node", "multiply_relin", 5)]
+TARGETS += [("chromium", op, 10) for op in ("keygen", "encrypt_secret", "encrypt_public", "decrypt", "multiply_relin")]
+floors = []  # (where, op, target, seal_us, budget_us, fwd, inv, floor_us, ours_us)
+for where, op, target in TARGETS:
+    fwd_us, inv_us = transform_us.get((where, "ntt_forward")), transform_us.get((where, "ntt_inverse"))
+    if op not in counts or (where, op) not in seal_wasm or fwd_us is None or inv_us is None:
+        continue
+    fwd, inv = counts[op]
+    floor = fwd * fwd_us + inv * inv_us
+    budget = seal_wasm[(where, op)] / target
+    floors.append((where, op, target, seal_wasm[(where, op)], budget, fwd, inv, floor, ours_wasm[(where, op)]))
+    rows.append(("floor", f"wasm-{where}/{op}", floor, f"node-seal/{target}", budget))
+
 out = ROOT / "bench"
 out.mkdir(exist_ok=True)
 tsv = ["area\top\tours_us\tpeer\tpeer_us\tratio"]
@@ -196,6 +246,36 @@ if us:
 if "identify_encrypted_probe_1core" in seal:
     us = float(seal["identify_encrypted_probe_1core"])
     md.append(f"| Microsoft SEAL (multiply + relinearize) | {us / 1000:.1f} | {3200 / (us / 1e6):,.0f} |")
+
+md += ["", "## Floors: what no implementation of this design can beat on this machine", "",
+       "An operation cannot take less than its number-theoretic transforms on the engine that runs it,",
+       "nor a pass over the gallery less than the memory traffic it needs. The transforms per operation are",
+       "counted by `cargo run --release --example transforms --features count-transforms` (pinned by a unit",
+       "test in `src/transforms.rs`); one transform (n = 4096, simd128) is timed on the same engine in the same",
+       "process as node-seal. The budget is node-seal's time divided by the target ratio of the issue; a floor",
+       "above 100% of it means the target cannot be reached by any faster code for the rest of the operation.", "",
+       "| engine | op | target | node-seal (µs) | budget (µs) | transforms (forward + inverse) | their time (µs) | share of budget | ours (µs) | ours / node-seal |",
+       "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+for where, op, target, seal_us, budget, fwd, inv, floor, ours_us in floors:
+    md.append(f"| {where} | {op} | {target}x | {seal_us:.1f} | {budget:.1f} | {fwd} + {inv} | {floor:.1f} | "
+              f"{100 * floor / budget:.0f}% | {ours_us:.1f} | {seal_us / ours_us:.2f}x |")
+t_rows = [f"{where} {op[4:]} {us:.2f} µs" for (where, op), us in sorted(transform_us.items())]
+if t_rows:
+    md += ["", "One transform (simd128, n = 4096): " + "; ".join(t_rows) + "."]
+floor_lines = []
+for ours_op, floor_op, what in (("identify_scores_1core", "gallery_copy_1core", "copying the gallery's bytes once"),
+                                ("identify_full_1core", "gallery_read_1core", "reading the gallery's bytes once")):
+    ours, floor = median_us("matching", ours_op, ""), median_us("matching", floor_op, "")
+    if ours is not None and floor is not None and "identify_scores_1core" in seal:
+        budget = float(seal["identify_scores_1core"]) / 20
+        floor_lines.append(f"| {ours_op} | {ours / 1000:.2f} | {what} | {floor / 1000:.2f} | {budget / 1000:.2f} | "
+                           f"{100 * floor / budget:.0f}% |")
+if floor_lines:
+    md += ["", "1:N on one core, 100 000 templates (3 125 ciphertexts of two primes, "
+           f"{3125 * 2 * 2 * 4096 * 4 / 2**20:.0f} MiB): the budget is SEAL's "
+           "multiply_plain over the same ciphertexts divided by 20.", "",
+           "| pass | ours (ms) | floor | floor (ms) | 20x budget (ms) | floor / budget |",
+           "|---|---:|---|---:|---:|---:|"] + floor_lines
 
 server = os.environ.get("SERVER_ROWS", "").strip()
 if server:

@@ -12,11 +12,12 @@
 // stdout, TSV, nothing else:
 //   node-seal<TAB>op<TAB>ours_simd_us<TAB>seal_us
 //   wasm-builds<TAB>op<TAB>simd_us<TAB>baseline_us
+//   transform-time<TAB>ntt_forward|ntt_inverse<TAB>simd_us<TAB>-
 // stderr: `# ...` notes (versions, spreads, ratios).
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { formatRows, ratioNotes, runComparison } from './core.mjs';
+import { formatRows, formatTransformRows, measureTransforms, ratioNotes, runComparison } from './core.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
@@ -64,5 +65,6 @@ log(`node-seal ${sealPkg.version} (node-seal/throws) loaded in ${(performance.no
 
 const rows = await runComparison({ simd: bm, base, seal }, { quick, log });
 for (const line of formatRows(rows, 'node-seal', 'wasm-builds')) console.log(line);
+for (const line of formatTransformRows(measureTransforms(bm, { quick, log }), 'transform-time')) console.log(line);
 for (const line of ratioNotes(rows, 'node')) log(line);
 log(`total ${((performance.now() - started) / 1000).toFixed(1)} s`);

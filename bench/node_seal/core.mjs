@@ -404,6 +404,47 @@ export async function runComparison(libs, { quick = false, log = () => {}, ops =
   return rows;
 }
 
+/**
+ * The transform's time on this engine, for the report's table of floors: one
+ * forward and one inverse NTT at n = 4096 over auth4096's first prime, on the
+ * simd128 instance, each the median of rounds of back-to-back calls made
+ * inside wasm (the JS <-> wasm copy of the buffer is paid once per round).
+ * @returns {Array<{op, us}>} microseconds per transform
+ */
+export function measureTransforms(bm, { quick = false, log = () => {} } = {}) {
+  const cfg = quick ? CONFIG.quick : CONFIG.full;
+  const params = bm.Params.auth4096();
+  const q = params.ciphertextPrimes[0];
+  params.free();
+  const plan = new bm.NttPlan(N, q);
+  if (plan.backend !== 'simd128') throw new Error(`the transform runs the ${plan.backend} kernels`);
+  const data = new Uint32Array(N);
+  for (let i = 0; i < N; i++) data[i] = (i * 2654435761) % q;
+  const rows = [];
+  for (const op of ['forward', 'inverse']) {
+    const one = () => plan[op](data, 1);
+    const est = warm(one, cfg.warmMs);
+    const batch = Math.max(1, Math.round(cfg.batchMs / Math.max(est, 1e-4)));
+    const samples = [];
+    const t0 = performance.now();
+    while (samples.length < cfg.minRounds || (samples.length < cfg.maxRounds && performance.now() - t0 < cfg.budgetMs / 4)) {
+      const s = performance.now();
+      plan[op](data, batch);
+      samples.push(((performance.now() - s) * 1000) / batch);
+    }
+    const us = median(samples);
+    log(`transform ${op} (n=${N}, simd128): ${us.toFixed(2)} us (p10 ${quantile(samples, 0.1).toFixed(2)}, p90 ${quantile(samples, 0.9).toFixed(2)}, ${samples.length}x${batch})`);
+    rows.push({ op: `ntt_${op}`, us });
+  }
+  plan.free();
+  return rows;
+}
+
+/** TSV lines `<prefix>\top\tus\t-` for measureTransforms' rows. */
+export function formatTransformRows(rows, prefix) {
+  return rows.map((r) => [prefix, r.op, r.us.toFixed(3), '-'].join('\t'));
+}
+
 /** TSV lines: `<prefix>\top\tours_simd_us\tseal_us` and `<buildsPrefix>\top\tsimd_us\tbaseline_us`. */
 export function formatRows(rows, prefix, buildsPrefix) {
   const f = (x) => x.toFixed(3);

@@ -11,6 +11,7 @@
 // stdout, TSV, nothing else:
 //   chromium-node-seal<TAB>op<TAB>ours_simd_us<TAB>seal_us
 //   chromium-wasm-builds<TAB>op<TAB>simd_us<TAB>baseline_us
+//   chromium-transform-time<TAB>ntt_forward|ntt_inverse<TAB>simd_us<TAB>-
 // stderr: `# ...` notes from the page and the driver.
 import { createServer } from 'node:http';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
