@@ -282,7 +282,7 @@ if server:
     md += ["", "## blindmatch-server bench (this machine)", "", "```", server, "```"]
     for line in server.splitlines():
         parts = line.split("\t")
-        if len(parts) >= 3 and parts[0] in ("verify_1to1", "identify_1toN"):
+        if len(parts) >= 3 and parts[0] in ("verify_1to1", "identify_1toN", "memory_1toN"):
             # ours_us: microseconds per verification, or per template
             # comparison; no peer on these rows.
             rate = [p for p in parts if p.endswith("/s") or "/s " in p]

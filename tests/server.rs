@@ -2235,3 +2235,54 @@ fn serve_reads_env_and_refuses_a_newer_schema() {
     );
     assert!(!dir.join("never.db").exists());
 }
+
+/// `blindmatch-server bench` runs on a small gallery and prints every row,
+/// each with a positive rate, for one thread and for the all-cores count.
+#[test]
+fn bench_prints_each_row_with_a_rate() {
+    let _machine = shared();
+    let out = server_cmd()
+        .args([
+            "bench",
+            "--verifications",
+            "4",
+            "--gallery",
+            "256",
+            "--threads",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("backend "), "{text}");
+    for row in [
+        "verify_1to1",
+        "identify_1toN",
+        "identify_1toN_decrypted",
+        "memory_1toN",
+    ] {
+        for threads in ["threads=1", "threads=2"] {
+            let line = lines
+                .iter()
+                .find(|l| l.starts_with(&format!("{row}\t{threads}\t")))
+                .unwrap_or_else(|| panic!("no {row} {threads} row in:\n{text}"));
+            let rate = line
+                .split('\t')
+                .find_map(|f| {
+                    f.split_once("/s")
+                        .and_then(|(n, _)| n.split(' ').next()?.parse::<f64>().ok())
+                })
+                .unwrap_or_else(|| panic!("no rate in {line}"));
+            assert!(rate.is_finite() && rate > 0.0, "{line}");
+            if row != "verify_1to1" {
+                assert!(line.contains("\t256 templates\t"), "{line}");
+            }
+        }
+    }
+}

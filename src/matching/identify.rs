@@ -244,6 +244,11 @@ impl Gallery {
     pub fn memory_bytes(&self) -> usize {
         self.cts.len() * 2 * self.stored_limbs * self.params.degree() * 4
     }
+
+    /// The stored ciphertexts, in order (for measurements inside the crate).
+    pub(crate) fn stored(&self) -> &[Ciphertext] {
+        &self.cts
+    }
 }
 
 /// Primes a gallery ciphertext keeps: all but one.

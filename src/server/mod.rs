@@ -400,6 +400,22 @@ fn keygen(args: &KeygenArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// A wrapping sum of every stored word of `gallery`, over the current rayon
+/// pool: one read of its bytes.
+fn read_gallery(gallery: &crate::matching::Gallery) -> u32 {
+    use rayon::prelude::*;
+    gallery
+        .stored()
+        .par_iter()
+        .map(|ct| {
+            ct.polys()
+                .iter()
+                .map(|p| p.as_slice().iter().fold(0u32, |a, &x| a.wrapping_add(x)))
+                .fold(0u32, u32::wrapping_add)
+        })
+        .reduce(|| 0, u32::wrapping_add)
+}
+
 fn unit_embedding(rng: &mut Prng, dim: usize) -> Vec<f32> {
     (0..dim)
         .map(|_| (rng.next_u32() as f32 / u32::MAX as f32) - 0.5)
@@ -515,6 +531,20 @@ fn bench(args: &BenchArgs) -> Result<(), String> {
             "identify_1toN_decrypted\tthreads={threads}\t{} templates\t{:.0} comparisons/s (scores decrypted, top 5 ranked; best of 3)",
             gallery.len(),
             gallery.len() as f64 / d,
+        );
+        // The ceiling this machine's memory puts on both: the gallery's
+        // words read once with as many threads, no arithmetic.
+        let mut r = f64::INFINITY;
+        for _ in 0..3 {
+            let start = Instant::now();
+            std::hint::black_box(pool.install(|| read_gallery(&gallery)));
+            r = r.min(start.elapsed().as_secs_f64());
+        }
+        println!(
+            "memory_1toN\tthreads={threads}\t{} templates\t{:.0} comparisons/s (the gallery only read, no arithmetic: the memory's ceiling for both rows above; {:.1} GB/s; best of 3)",
+            gallery.len(),
+            gallery.len() as f64 / r,
+            gallery_bytes as f64 / r / 1e9,
         );
         if threads == all {
             break;
