@@ -245,7 +245,8 @@ impl Gallery {
         self.cts.len() * 2 * self.stored_limbs * self.params.degree() * 4
     }
 
-    /// The stored ciphertexts, in order (for measurements inside the crate).
+    /// The stored ciphertexts, in order (for `blindmatch-server bench`).
+    #[cfg(feature = "server")]
     pub(crate) fn stored(&self) -> &[Ciphertext] {
         &self.cts
     }
