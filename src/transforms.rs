@@ -156,9 +156,7 @@ mod tests {
             // The plaintext to NTT form over Q.
             ("multiply_plain", t(3, 0)),
         ];
-        let got = per_operation(&Params::auth4096());
-        let got: Vec<(&str, Transforms)> = got.into_iter().collect();
-        assert_eq!(got, want);
+        assert_eq!(per_operation(&Params::auth4096()), want);
     }
 
     /// Counting sees transforms made through every entry point of a plan.

@@ -400,6 +400,18 @@ fn keygen(args: &KeygenArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The shortest of three timed runs of `f`, in seconds (a short pass on a
+/// shared machine is noisy), or its first error.
+fn best_of_3(mut f: impl FnMut() -> Result<(), String>) -> Result<f64, String> {
+    let mut best = f64::INFINITY;
+    for _ in 0..3 {
+        let start = Instant::now();
+        f()?;
+        best = best.min(start.elapsed().as_secs_f64());
+    }
+    Ok(best)
+}
+
 /// A wrapping sum of every stored word of `gallery`, over the current rayon
 /// pool: one read of its bytes.
 fn read_gallery(gallery: &crate::matching::Gallery) -> u32 {
@@ -458,20 +470,17 @@ fn bench(args: &BenchArgs) -> Result<(), String> {
         };
         // Warm-up (allocator, caches), untimed.
         pool.install(one).map_err(err)?;
-        // Best of three passes: a short pass on a shared machine is noisy.
-        let mut best = f64::INFINITY;
-        for _ in 0..3 {
-            let start = Instant::now();
-            let ok = pool.install(|| {
+        let best = best_of_3(|| {
+            pool.install(|| {
                 use rayon::prelude::*;
                 (0..n)
                     .into_par_iter()
                     .map(|_| one())
                     .collect::<Result<Vec<usize>, _>>()
-            });
-            ok.map_err(err)?;
-            best = best.min(start.elapsed().as_secs_f64());
-        }
+            })
+            .map(drop)
+            .map_err(err)
+        })?;
         println!(
             "verify_1to1\tthreads={threads}\t{:.1} verifications/s\t{:.2} ms each (relinearized, compact reply; best of 3)",
             n as f64 / best,
@@ -504,13 +513,10 @@ fn bench(args: &BenchArgs) -> Result<(), String> {
         let mut scores = Vec::new();
         pool.install(|| identifier.score_ciphertexts_into(&gallery, &probe_pt, &mut scores))
             .map_err(err)?;
-        let mut s = f64::INFINITY;
-        for _ in 0..3 {
-            let start = Instant::now();
+        let s = best_of_3(|| {
             pool.install(|| identifier.score_ciphertexts_into(&gallery, &probe_pt, &mut scores))
-                .map_err(err)?;
-            s = s.min(start.elapsed().as_secs_f64());
-        }
+                .map_err(err)
+        })?;
         drop(scores);
         println!(
             "identify_1toN\tthreads={threads}\t{} templates\t{:.0} comparisons/s (encrypted scores, before decryption; best of 3)\tgallery {:.1} MiB",
@@ -520,13 +526,11 @@ fn bench(args: &BenchArgs) -> Result<(), String> {
         );
         // What `serve --service-key` runs per request: the key holder's
         // scores, decrypted and ranked.
-        let mut d = f64::INFINITY;
-        for _ in 0..3 {
-            let start = Instant::now();
+        let d = best_of_3(|| {
             pool.install(|| identifier.identify(&gallery, &sk, &embs[0], 5))
-                .map_err(err)?;
-            d = d.min(start.elapsed().as_secs_f64());
-        }
+                .map(drop)
+                .map_err(err)
+        })?;
         println!(
             "identify_1toN_decrypted\tthreads={threads}\t{} templates\t{:.0} comparisons/s (scores decrypted, top 5 ranked; best of 3)",
             gallery.len(),
@@ -534,12 +538,10 @@ fn bench(args: &BenchArgs) -> Result<(), String> {
         );
         // The ceiling this machine's memory puts on both: the gallery's
         // words read once with as many threads, no arithmetic.
-        let mut r = f64::INFINITY;
-        for _ in 0..3 {
-            let start = Instant::now();
+        let r = best_of_3(|| {
             std::hint::black_box(pool.install(|| read_gallery(&gallery)));
-            r = r.min(start.elapsed().as_secs_f64());
-        }
+            Ok(())
+        })?;
         println!(
             "memory_1toN\tthreads={threads}\t{} templates\t{:.0} comparisons/s (the gallery only read, no arithmetic: the memory's ceiling for both rows above; {:.1} GB/s; best of 3)",
             gallery.len(),
