@@ -673,6 +673,17 @@ fn backup_while_serving_restores_to_a_working_server() {
     verify(&srv.url, &mut id, &mut rng);
 }
 
+/// A verification of `user` with a probe of `face` that the server answers
+/// with 200.
+fn verify_ok(u: &str, user: &str, id: &mut Identity, face: &[f32]) {
+    let r = call(
+        "POST",
+        &format!("{u}/v1/users/{user}/verify"),
+        Some(&id.probe(face)),
+    );
+    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+}
+
 /// Registers `user` (keys without a relinearization key) and enrolls `face`
 /// as their one template, over HTTP.
 fn enroll(u: &str, user: &str, id: &mut Identity, face: &[f32]) {
@@ -702,12 +713,7 @@ fn sigterm_flushes_the_audit_journal() {
     let u = &srv.url;
     enroll(u, "ann", &mut id, &face);
     for _ in 0..3 {
-        let r = call(
-            "POST",
-            &format!("{u}/v1/users/ann/verify"),
-            Some(&id.probe(&face)),
-        );
-        assert_eq!(r.status, 200);
+        verify_ok(u, "ann", &mut id, &face);
     }
     // A graceful stop commits what is journaled before the process ends: the
     // rows are in the database without a restart.
@@ -747,12 +753,7 @@ fn audit_retention_removes_old_rows_only() {
         let srv = Server::start(&dir, &[]);
         let u = &srv.url;
         enroll(u, "ann", &mut id, &face);
-        let r = call(
-            "POST",
-            &format!("{u}/v1/users/ann/verify"),
-            Some(&id.probe(&face)),
-        );
-        assert_eq!(r.status, 200);
+        verify_ok(u, "ann", &mut id, &face);
     }
     // Rows of 40 and of 20 days ago, as if the server had run that long.
     let day_ms = 86_400_000i64;
