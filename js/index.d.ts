@@ -3,7 +3,7 @@
 /// <reference lib="esnext.disposable" />
 // Types of the package entry: the wasm-bindgen API (generated) plus init().
 export * from './blindmatch.js';
-export { BlindmatchWorker } from './client.js';
+export { BlindmatchWorker } from './worker-client.js';
 export {
   ServerClient,
   ServerError,
@@ -17,7 +17,7 @@ export {
   type GalleryInfo,
   type IdentifyMatch,
   type IdentifyResult,
-} from './server.js';
+} from './server-client.js';
 
 /** Whether this engine supports WebAssembly 128-bit SIMD. */
 export function simdSupported(): boolean;

@@ -119,7 +119,7 @@ async function run(action) {
 async function register() {
   const name = userName();
   const count = Number(el.captures.value);
-  const max = server.templates_per_ciphertext;
+  const max = server.templatesPerCiphertext;
   if (!Number.isInteger(count) || count < 1 || count > max) throw new Error(`captures to enroll: 1 to ${max}`);
   const { list, label } = samples(count);
   const rows = [];

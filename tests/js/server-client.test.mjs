@@ -170,9 +170,9 @@ test('ServerClient, 1:N: service key, gallery templates, identify, erase, delete
     const enc = bm.PublicKeyEncryptor.fromPublicKey(params, pk);
     const people = Array.from({ length: 40 }, (_, i) => embedding(1000 + i));
     const first = await client.addGalleryTemplates('staff', enc.encryptTemplates(people.slice(0, 32), 128), 32);
-    assert.deepEqual(first, { gallery: 'staff', first_index: 0, count: 32, templates: 32 });
+    assert.deepEqual(first, { gallery: 'staff', firstIndex: 0, count: 32, templates: 32 });
     const second = await client.addGalleryTemplates('staff', enc.encryptTemplates(people.slice(32), 128), 8);
-    assert.deepEqual(second, { gallery: 'staff', first_index: 32, count: 8, templates: 40 });
+    assert.deepEqual(second, { gallery: 'staff', firstIndex: 32, count: 8, templates: 40 });
     assert.deepEqual(await client.galleries(), [{ gallery: 'staff', templates: 40, erased: 0, ciphertexts: 2 }]);
 
     // A fresh capture of person 35: found first, every score exact.

@@ -97,7 +97,7 @@ async function main(): Promise<void> {
   const found: IdentifyResult = await server.identify('staff', emb, 3);
   const best: IdentifyMatch | undefined = found.matches[0];
   const all: GalleryInfo[] = await server.galleries();
-  await server.eraseGalleryTemplate('staff', added.first_index);
+  await server.eraseGalleryTemplate('staff', added.firstIndex);
   const gone: boolean = await server.deleteGallery('staff');
   console.log(best?.cosine, all.length, gone);
   console.log(build, n, id, first, svc.length, hiddenProbe.length, slots[0], wide[0], bytes.length, ws.scores, sp.dimension, vs, removed, framed);

@@ -10,7 +10,7 @@ export class ServerError extends Error {
 /** The body of `PUT /v1/users/{user}/keys`: u32 LE length, public key, u32 LE length, relinearization key. */
 export function frameKeys(publicKey: Uint8Array, relinKey?: Uint8Array | null): Uint8Array;
 
-/** `GET /v1/params` */
+/** `GET /v1/params`, with the server's snake_case names in camelCase (as every object `ServerClient` returns). */
 export interface ServerParams {
   /** The parameter id every object must carry (hex). */
   id: string;
@@ -18,7 +18,7 @@ export interface ServerParams {
   name: string;
   /** Embedding dimension the server matches. */
   dimension: number;
-  templates_per_ciphertext: number;
+  templatesPerCiphertext: number;
   /** Largest accepted bodies, in bytes. */
   limits: Record<string, number>;
   [field: string]: unknown;
@@ -37,7 +37,7 @@ export interface VerifyResult {
 export interface GalleryAdded {
   gallery: string;
   /** Index of this ciphertext's first template in the gallery. */
-  first_index: number;
+  firstIndex: number;
   count: number;
   /** Templates in the gallery now (erased ones not counted). */
   templates: number;

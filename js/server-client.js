@@ -36,6 +36,18 @@ export function frameKeys(publicKey, relinKey) {
 
 const OCTETS = { 'content-type': 'application/octet-stream' };
 
+// The server's JSON names are snake_case (docs/API.md); JavaScript callers get
+// camelCase (`first_index` -> `firstIndex`), nested objects and arrays too.
+function camelKeys(v) {
+  if (Array.isArray(v)) return v.map(camelKeys);
+  if (v === null || typeof v !== 'object') return v;
+  const out = {};
+  for (const [k, x] of Object.entries(v)) out[k.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase())] = camelKeys(x);
+  return out;
+}
+
+const json = async (res) => camelKeys(await res.json());
+
 export class ServerClient {
   /**
    * `base`: the server's URL (`''`, the default, means this page's origin;
@@ -121,7 +133,7 @@ export class ServerClient {
 
   /** `GET /v1/params`: the parameter id, the dimension, the limits. */
   async params(opts) {
-    return this.#call('reading the server parameters', '/v1/params', {}, opts, (res) => res.json());
+    return this.#call('reading the server parameters', '/v1/params', {}, opts, json);
   }
 
   /** `PUT /v1/users/{user}/keys`: registers the public key and, optionally, the relinearization key. */
@@ -170,13 +182,12 @@ export class ServerClient {
   /**
    * `POST /v1/galleries/{gallery}/templates`: appends one ciphertext of
    * `count` templates (from `PublicKeyEncryptor.encryptTemplates`); resolves
-   * to `{ gallery, first_index, count, templates }`.
+   * to `{ gallery, firstIndex, count, templates }`.
    */
   async addGalleryTemplates(gallery, ciphertext, count, opts) {
     if (!Number.isInteger(count) || count < 1) throw new TypeError('addGalleryTemplates: count must be a positive integer');
     const path = this.#gallery(gallery, `/templates?count=${count}`);
-    return this.#call('adding gallery templates', path, { method: 'POST', headers: OCTETS, body: ciphertext }, opts,
-      (r) => r.json());
+    return this.#call('adding gallery templates', path, { method: 'POST', headers: OCTETS, body: ciphertext }, opts, json);
   }
 
   /**
@@ -191,12 +202,12 @@ export class ServerClient {
     }
     const body = JSON.stringify({ embedding: Array.from(embedding), top_k: topK });
     const init = { method: 'POST', headers: { 'content-type': 'application/json' }, body };
-    return this.#call('identifying', this.#gallery(gallery, '/identify'), init, opts, (r) => r.json());
+    return this.#call('identifying', this.#gallery(gallery, '/identify'), init, opts, json);
   }
 
   /** `GET /v1/galleries`: every gallery with its counts. */
   async galleries(opts) {
-    const v = await this.#call('listing the galleries', '/v1/galleries', {}, opts, (r) => r.json());
+    const v = await this.#call('listing the galleries', '/v1/galleries', {}, opts, json);
     return v.galleries;
   }
 
