@@ -10,7 +10,8 @@
 
 use core::arch::x86_64::*;
 
-use super::{block_counters, BLOCK_WORDS, BUF_WORDS, DOUBLE_ROUNDS, SIGMA};
+use super::rounds::{initial_state, rounds_and_feed_forward};
+use super::{block_counters, BLOCK_WORDS, BUF_WORDS};
 
 const LANES: usize = 8;
 
@@ -44,19 +45,6 @@ fn rotl12(x: __m256i) -> __m256i {
 #[target_feature(enable = "avx2")]
 fn rotl7(x: __m256i) -> __m256i {
     _mm256_or_si256(_mm256_slli_epi32::<7>(x), _mm256_srli_epi32::<25>(x))
-}
-
-#[inline]
-#[target_feature(enable = "avx2")]
-fn quarter_round(x: &mut [__m256i; 16], a: usize, b: usize, c: usize, d: usize) {
-    x[a] = _mm256_add_epi32(x[a], x[b]);
-    x[d] = rotl16(_mm256_xor_si256(x[d], x[a]));
-    x[c] = _mm256_add_epi32(x[c], x[d]);
-    x[b] = rotl12(_mm256_xor_si256(x[b], x[c]));
-    x[a] = _mm256_add_epi32(x[a], x[b]);
-    x[d] = rotl8(_mm256_xor_si256(x[d], x[a]));
-    x[c] = _mm256_add_epi32(x[c], x[d]);
-    x[b] = rotl7(_mm256_xor_si256(x[b], x[c]));
 }
 
 /// Transposes the 8x8 matrix of words whose rows are `r` (row `i` = word `i`
@@ -123,38 +111,14 @@ pub(super) fn blocks(key: &[u32; 8], counter: u64, out: &mut [u32; BUF_WORDS]) {
 fn blocks8(key: &[u32; 8], counter: u64, out: &mut [u32]) {
     let (lo, hi) = block_counters::<LANES>(counter);
     let splat = |w: u32| _mm256_set1_epi32(w as i32);
-    let input: [__m256i; 16] = [
-        splat(SIGMA[0]),
-        splat(SIGMA[1]),
-        splat(SIGMA[2]),
-        splat(SIGMA[3]),
-        splat(key[0]),
-        splat(key[1]),
-        splat(key[2]),
-        splat(key[3]),
-        splat(key[4]),
-        splat(key[5]),
-        splat(key[6]),
-        splat(key[7]),
-        load8(&lo),
-        load8(&hi),
-        _mm256_setzero_si256(),
-        _mm256_setzero_si256(),
-    ];
-    let mut x = input;
-    for _ in 0..DOUBLE_ROUNDS {
-        quarter_round(&mut x, 0, 4, 8, 12);
-        quarter_round(&mut x, 1, 5, 9, 13);
-        quarter_round(&mut x, 2, 6, 10, 14);
-        quarter_round(&mut x, 3, 7, 11, 15);
-        quarter_round(&mut x, 0, 5, 10, 15);
-        quarter_round(&mut x, 1, 6, 11, 12);
-        quarter_round(&mut x, 2, 7, 8, 13);
-        quarter_round(&mut x, 3, 4, 9, 14);
-    }
-    for (x, i) in x.iter_mut().zip(&input) {
-        *x = _mm256_add_epi32(*x, *i);
-    }
+    let mut x: [__m256i; 16] =
+        initial_state!(splat, key, load8(&lo), load8(&hi), _mm256_setzero_si256());
+    rounds_and_feed_forward!(
+        x,
+        add = _mm256_add_epi32,
+        xor = _mm256_xor_si256,
+        rotl = [rotl16, rotl12, rotl8, rotl7]
+    );
     let low: [__m256i; 8] = x[..8].try_into().expect("eight rows");
     let high: [__m256i; 8] = x[8..].try_into().expect("eight rows");
     for (half, rows) in [transpose8(low), transpose8(high)].into_iter().enumerate() {

@@ -8,22 +8,10 @@
 
 use core::arch::x86_64::*;
 
-use super::{block_counters, BLOCK_WORDS, BUF_WORDS, DOUBLE_ROUNDS, SIGMA};
+use super::rounds::{initial_state, rounds_and_feed_forward};
+use super::{block_counters, BLOCK_WORDS, BUF_WORDS};
 
 const LANES: usize = 16;
-
-#[inline]
-#[target_feature(enable = "avx512f")]
-fn quarter_round(x: &mut [__m512i; 16], a: usize, b: usize, c: usize, d: usize) {
-    x[a] = _mm512_add_epi32(x[a], x[b]);
-    x[d] = _mm512_rol_epi32::<16>(_mm512_xor_si512(x[d], x[a]));
-    x[c] = _mm512_add_epi32(x[c], x[d]);
-    x[b] = _mm512_rol_epi32::<12>(_mm512_xor_si512(x[b], x[c]));
-    x[a] = _mm512_add_epi32(x[a], x[b]);
-    x[d] = _mm512_rol_epi32::<8>(_mm512_xor_si512(x[d], x[a]));
-    x[c] = _mm512_add_epi32(x[c], x[d]);
-    x[b] = _mm512_rol_epi32::<7>(_mm512_xor_si512(x[b], x[c]));
-}
 
 /// Stores the blocks whose words are the rows `r` (row `i` = word `i` of
 /// sixteen blocks) into `out`, block `j` at `out[16·j..]`.
@@ -84,37 +72,17 @@ pub(super) fn blocks(key: &[u32; 8], counter: u64, out: &mut [u32; BUF_WORDS]) {
             _mm512_loadu_si512(hi.as_ptr().cast()),
         )
     };
-    let input: [__m512i; 16] = [
-        splat(SIGMA[0]),
-        splat(SIGMA[1]),
-        splat(SIGMA[2]),
-        splat(SIGMA[3]),
-        splat(key[0]),
-        splat(key[1]),
-        splat(key[2]),
-        splat(key[3]),
-        splat(key[4]),
-        splat(key[5]),
-        splat(key[6]),
-        splat(key[7]),
-        lo,
-        hi,
-        _mm512_setzero_si512(),
-        _mm512_setzero_si512(),
-    ];
-    let mut x = input;
-    for _ in 0..DOUBLE_ROUNDS {
-        quarter_round(&mut x, 0, 4, 8, 12);
-        quarter_round(&mut x, 1, 5, 9, 13);
-        quarter_round(&mut x, 2, 6, 10, 14);
-        quarter_round(&mut x, 3, 7, 11, 15);
-        quarter_round(&mut x, 0, 5, 10, 15);
-        quarter_round(&mut x, 1, 6, 11, 12);
-        quarter_round(&mut x, 2, 7, 8, 13);
-        quarter_round(&mut x, 3, 4, 9, 14);
-    }
-    for (x, i) in x.iter_mut().zip(&input) {
-        *x = _mm512_add_epi32(*x, *i);
-    }
+    let mut x: [__m512i; 16] = initial_state!(splat, key, lo, hi, _mm512_setzero_si512());
+    rounds_and_feed_forward!(
+        x,
+        add = _mm512_add_epi32,
+        xor = _mm512_xor_si512,
+        rotl = [
+            _mm512_rol_epi32::<16>,
+            _mm512_rol_epi32::<12>,
+            _mm512_rol_epi32::<8>,
+            _mm512_rol_epi32::<7>
+        ]
+    );
     store_transposed(&x, out);
 }

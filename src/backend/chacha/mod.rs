@@ -30,6 +30,7 @@
 
 use crate::backend::{Backend, Kind};
 
+mod rounds;
 pub(crate) mod scalar;
 
 #[cfg(target_arch = "x86_64")]

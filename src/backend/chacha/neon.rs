@@ -7,7 +7,8 @@
 
 use core::arch::aarch64::*;
 
-use super::{block_counters, BLOCK_WORDS, BUF_WORDS, DOUBLE_ROUNDS, SIGMA};
+use super::rounds::{initial_state, rounds_and_feed_forward};
+use super::{block_counters, BLOCK_WORDS, BUF_WORDS};
 
 const LANES: usize = 4;
 
@@ -33,19 +34,6 @@ fn rotl8(x: uint32x4_t) -> uint32x4_t {
 #[target_feature(enable = "neon")]
 fn rotl7(x: uint32x4_t) -> uint32x4_t {
     vsriq_n_u32::<25>(vshlq_n_u32::<7>(x), x)
-}
-
-#[inline]
-#[target_feature(enable = "neon")]
-fn quarter_round(x: &mut [uint32x4_t; 16], a: usize, b: usize, c: usize, d: usize) {
-    x[a] = vaddq_u32(x[a], x[b]);
-    x[d] = rotl16(veorq_u32(x[d], x[a]));
-    x[c] = vaddq_u32(x[c], x[d]);
-    x[b] = rotl12(veorq_u32(x[b], x[c]));
-    x[a] = vaddq_u32(x[a], x[b]);
-    x[d] = rotl8(veorq_u32(x[d], x[a]));
-    x[c] = vaddq_u32(x[c], x[d]);
-    x[b] = rotl7(veorq_u32(x[b], x[c]));
 }
 
 /// Rows `r` are words `g..g+4` of four blocks; returns, for each block,
@@ -79,38 +67,13 @@ fn blocks4(key: &[u32; 8], counter: u64, out: &mut [u32]) {
     let (lo, hi) = block_counters::<LANES>(counter);
     // SAFETY: `lo` and `hi` are four readable `u32`s each.
     let (lo, hi) = unsafe { (vld1q_u32(lo.as_ptr()), vld1q_u32(hi.as_ptr())) };
-    let input: [uint32x4_t; 16] = [
-        vdupq_n_u32(SIGMA[0]),
-        vdupq_n_u32(SIGMA[1]),
-        vdupq_n_u32(SIGMA[2]),
-        vdupq_n_u32(SIGMA[3]),
-        vdupq_n_u32(key[0]),
-        vdupq_n_u32(key[1]),
-        vdupq_n_u32(key[2]),
-        vdupq_n_u32(key[3]),
-        vdupq_n_u32(key[4]),
-        vdupq_n_u32(key[5]),
-        vdupq_n_u32(key[6]),
-        vdupq_n_u32(key[7]),
-        lo,
-        hi,
-        vdupq_n_u32(0),
-        vdupq_n_u32(0),
-    ];
-    let mut x = input;
-    for _ in 0..DOUBLE_ROUNDS {
-        quarter_round(&mut x, 0, 4, 8, 12);
-        quarter_round(&mut x, 1, 5, 9, 13);
-        quarter_round(&mut x, 2, 6, 10, 14);
-        quarter_round(&mut x, 3, 7, 11, 15);
-        quarter_round(&mut x, 0, 5, 10, 15);
-        quarter_round(&mut x, 1, 6, 11, 12);
-        quarter_round(&mut x, 2, 7, 8, 13);
-        quarter_round(&mut x, 3, 4, 9, 14);
-    }
-    for (x, i) in x.iter_mut().zip(&input) {
-        *x = vaddq_u32(*x, *i);
-    }
+    let mut x: [uint32x4_t; 16] = initial_state!(vdupq_n_u32, key, lo, hi, vdupq_n_u32(0));
+    rounds_and_feed_forward!(
+        x,
+        add = vaddq_u32,
+        xor = veorq_u32,
+        rotl = [rotl16, rotl12, rotl8, rotl7]
+    );
     for g in 0..BLOCK_WORDS / LANES {
         let rows = transpose4(&x[g * LANES..(g + 1) * LANES]);
         for (j, row) in rows.into_iter().enumerate() {

@@ -10,7 +10,8 @@
 
 use core::arch::wasm32::*;
 
-use super::{block_counters, BLOCK_WORDS, BUF_WORDS, DOUBLE_ROUNDS, SIGMA};
+use super::rounds::{initial_state, rounds_and_feed_forward};
+use super::{block_counters, BLOCK_WORDS, BUF_WORDS};
 
 const LANES: usize = 4;
 
@@ -32,18 +33,6 @@ fn rotl12(x: v128) -> v128 {
 #[inline(always)]
 fn rotl7(x: v128) -> v128 {
     v128_or(u32x4_shl(x, 7), u32x4_shr(x, 25))
-}
-
-#[inline(always)]
-fn quarter_round(x: &mut [v128; 16], a: usize, b: usize, c: usize, d: usize) {
-    x[a] = u32x4_add(x[a], x[b]);
-    x[d] = rotl16(v128_xor(x[d], x[a]));
-    x[c] = u32x4_add(x[c], x[d]);
-    x[b] = rotl12(v128_xor(x[b], x[c]));
-    x[a] = u32x4_add(x[a], x[b]);
-    x[d] = rotl8(v128_xor(x[d], x[a]));
-    x[c] = u32x4_add(x[c], x[d]);
-    x[b] = rotl7(v128_xor(x[b], x[c]));
 }
 
 /// Rows `r` are words `g..g+4` of four blocks; returns, for each block,
@@ -74,38 +63,19 @@ fn store4(out: &mut [u32], v: v128) {
 #[inline]
 fn blocks4(key: &[u32; 8], counter: u64, out: &mut [u32]) {
     let (lo, hi) = block_counters::<LANES>(counter);
-    let input: [v128; 16] = [
-        u32x4_splat(SIGMA[0]),
-        u32x4_splat(SIGMA[1]),
-        u32x4_splat(SIGMA[2]),
-        u32x4_splat(SIGMA[3]),
-        u32x4_splat(key[0]),
-        u32x4_splat(key[1]),
-        u32x4_splat(key[2]),
-        u32x4_splat(key[3]),
-        u32x4_splat(key[4]),
-        u32x4_splat(key[5]),
-        u32x4_splat(key[6]),
-        u32x4_splat(key[7]),
+    let mut x: [v128; 16] = initial_state!(
+        u32x4_splat,
+        key,
         u32x4(lo[0], lo[1], lo[2], lo[3]),
         u32x4(hi[0], hi[1], hi[2], hi[3]),
-        u32x4_splat(0),
-        u32x4_splat(0),
-    ];
-    let mut x = input;
-    for _ in 0..DOUBLE_ROUNDS {
-        quarter_round(&mut x, 0, 4, 8, 12);
-        quarter_round(&mut x, 1, 5, 9, 13);
-        quarter_round(&mut x, 2, 6, 10, 14);
-        quarter_round(&mut x, 3, 7, 11, 15);
-        quarter_round(&mut x, 0, 5, 10, 15);
-        quarter_round(&mut x, 1, 6, 11, 12);
-        quarter_round(&mut x, 2, 7, 8, 13);
-        quarter_round(&mut x, 3, 4, 9, 14);
-    }
-    for (x, i) in x.iter_mut().zip(&input) {
-        *x = u32x4_add(*x, *i);
-    }
+        u32x4_splat(0)
+    );
+    rounds_and_feed_forward!(
+        x,
+        add = u32x4_add,
+        xor = v128_xor,
+        rotl = [rotl16, rotl12, rotl8, rotl7]
+    );
     for g in 0..BLOCK_WORDS / LANES {
         let rows = transpose4(&x[g * LANES..(g + 1) * LANES]);
         for (j, row) in rows.into_iter().enumerate() {
