@@ -211,7 +211,7 @@ def kat_text() -> str:
         "# Format: one record per line, hex bytes without separators.",
         "#   params <n> <t> <batching 0|1> <P> <q_0> ... <q_{L-1}>   the parameters of the records below",
         "#   id_input <hex>     the bytes the parameter id hashes",
-        "#   id <hex>           the parameter id as header bytes 8..15",
+        "#   id <hex>           the parameter id as header bytes 8..16 (half-open)",
         "#   seed <hex>         the seed of the expansion records",
         "#   expand <r> <v>...  the first expanded residues of the limb mod r, the limbs in basis order",
         "#                      q_0..q_{L-1}, P (over Q alone the expansion is the prefix without P)",
@@ -248,7 +248,7 @@ def doc_block() -> str:
         *hex_lines(inp),
         "```",
         "",
-        f"FNV-1a 64 of them is `0x{h:016x}`; written little-endian, header bytes 8..15 are "
+        f"FNV-1a 64 of them is `0x{h:016x}`; written little-endian, header bytes 8..16 are "
         f"`{hexs(e['id'])}`, which `Params::id_hex()` prints as `{e['id'].hex()}`.",
         "",
         "### Seed expansion",
