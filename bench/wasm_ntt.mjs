@@ -2,15 +2,30 @@
 // baseline (no SIMD) build of the same crate, and within the simd128 build the
 // simd128 kernels against the scalar ones. Prints one TSV line per figure:
 //   wasm<TAB>op<TAB>simd128_us<TAB>baseline_us<TAB>ratio
-// Usage: node bench/wasm_ntt.mjs <simd-pkg-dir> <baseline-pkg-dir> [--quick]
-import { createRequire } from 'node:module';
+// Usage: node bench/wasm_ntt.mjs <pkg-dir> [--quick]
+// where <pkg-dir> is the npm package of scripts/build-wasm.sh (one glue
+// module, blindmatch_bg.wasm and blindmatch_baseline_bg.wasm): the glue is
+// imported twice, one instance per .wasm file.
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 
-const require = createRequire(import.meta.url);
-const [simdDir, baseDir] = process.argv.slice(2, 4).map((d) => path.resolve(d));
-const quick = process.argv.includes('--quick');
-const simd = require(path.join(simdDir, 'blindmatch.js'));
-const base = require(path.join(baseDir, 'blindmatch.js'));
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const dirs = args.filter((a) => a !== '--quick');
+if (dirs.length !== 1 || args.some((a) => a.startsWith('--') && a !== '--quick')) {
+  console.error('usage: node bench/wasm_ntt.mjs <pkg-dir> [--quick]');
+  process.exit(2);
+}
+const pkgUrl = pathToFileURL(path.resolve(dirs[0]) + path.sep);
+
+async function load(instance, wasmFile) {
+  const glue = await import(new URL(`blindmatch.js?instance=${instance}`, pkgUrl).href);
+  await glue.default({ module_or_path: await readFile(new URL(wasmFile, pkgUrl)) });
+  return glue;
+}
+const simd = await load('simd128', 'blindmatch_bg.wasm');
+const base = await load('baseline', 'blindmatch_baseline_bg.wasm');
 
 // The largest 30-bit NTT prime for each n, found by the library itself.
 const PRIMES = Object.fromEntries([2048, 4096, 8192].map((n) => [n, simd.nttPrimes(30, n, 1)[0]]));

@@ -8,22 +8,150 @@
 # Writes bench/results.tsv (area, op, ours_us, peer, peer_us, ratio; ratio =
 # peer_us / ours_us, so > 1 means blindmatch is faster) and bench/REPORT.md.
 #
-#   scripts/bench.sh           full run
-#   scripts/bench.sh --quick   short measurement times, smaller galleries, no
-#                              Chromium page bench and no HTTP load run (about
-#                              2 minutes once everything is built)
+#   scripts/bench.sh                    full run
+#   scripts/bench.sh --quick            short measurement times, smaller
+#                                       galleries, no Chromium page bench and
+#                                       no HTTP load run (about 2 minutes once
+#                                       everything is built)
+#   scripts/bench.sh [--quick] --check-rows FILE
+#                                       only checks that FILE (a results.tsv)
+#                                       has every row such a run must write
+#
+# The run stops with a non-zero exit and says why when a step fails (a bench
+# that does not build or panics, a peer that fails) or when bench/results.tsv
+# lacks a row it must have. The wasm packages come from scripts/build-wasm.sh
+# (into pkg/), which both the NTT bench and the node-seal comparison load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 
+usage() {
+  echo "usage: scripts/bench.sh [--quick] [--check-rows RESULTS_TSV]"
+}
+die() {
+  echo "bench.sh: $*" >&2
+  exit 1
+}
+
 QUICK=0
 QFLAG=()
+CHECK_ONLY=""
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    --quick)
+      QUICK=1
+      QFLAG=(--quick)
+      ;;
+    --check-rows)
+      [ "$#" -ge 2 ] || { usage >&2; exit 2; }
+      CHECK_ONLY="$2"
+      shift
+      ;;
+    -h | --help)
+      usage
+      exit 0
+      ;;
+    *)
+      echo "bench.sh: unknown argument: $1" >&2
+      usage >&2
+      exit 2
+      ;;
+  esac
+  shift
+done
 COMMAND="scripts/bench.sh"
-if [ "${1:-}" = "--quick" ]; then
-  QUICK=1
-  QFLAG=(--quick)
-  COMMAND="scripts/bench.sh --quick"
+[ "$QUICK" = 0 ] || COMMAND="scripts/bench.sh --quick"
+
+# The (area, op) rows every run writes, one "area<TAB>op" per line; the
+# chromium page, the HTTP load run and its floors only in full runs, the
+# native SIMD kernels when this CPU has them.
+expected_rows() {
+  local n op b
+  local kernels=(scalar)
+  grep -qw avx2 /proc/cpuinfo 2>/dev/null && kernels+=(avx2)
+  for n in 2048 4096 8192; do
+    for b in "${kernels[@]}"; do
+      printf 'ntt\tforward/%s/%s\nntt\tinverse/%s/%s\n' "$n" "$b" "$n" "$b"
+      printf 'pointwise\tmul_acc/%s/%s\n' "$n" "$b"
+    done
+    for op in forward inverse; do
+      printf 'wasm\t%s/%s/simd128-vs-baseline-build\n' "$op" "$n"
+      printf 'wasm\t%s/%s/simd128-vs-scalar-kernels\n' "$op" "$n"
+    done
+  done
+  for op in keygen_secret keygen_public keygen_relin encrypt_public encrypt_secret decrypt \
+    multiply relinearize multiply_relin multiply_plain multiply_plain_ntt rotate_rows add; do
+    printf 'bfv\t%s\n' "$op"
+  done
+  for op in verify verify_compact verify_unprepared verify_no_relin identify_scores_1core \
+    identify_full_1core identify_encrypted_probe_1core client_encrypt_probe \
+    client_decrypt_scores client_decrypt_score_reply; do
+    printf 'matching\t%s\n' "$op"
+  done
+  local engines=(node)
+  [ "$QUICK" = 1 ] || engines+=(chromium)
+  local e
+  for e in "${engines[@]}"; do
+    for op in keygen keygen_secret keygen_public keygen_relin encode encrypt_secret \
+      encrypt_public decrypt decode add multiply relinearize multiply_relin multiply_plain; do
+      printf 'wasm-%s\t%s\n' "$e" "$op"
+    done
+    for op in keygen encrypt_secret encrypt_public decrypt multiply_relin; do
+      printf 'floor\twasm-%s/%s\n' "$e" "$op"
+    done
+  done
+  printf 'server\tverify_1to1/threads=1\nserver\tidentify_1toN/threads=1\n'
+  if [ "$QUICK" = 0 ]; then
+    printf 'http\tverify/4clients/rate\nhttp\tverify/4clients/p50\nhttp\tverify/4clients/p99\n'
+  fi
+}
+
+# Fails, listing them, when rows that expected_rows names are missing from
+# the results file $1.
+check_rows() {
+  local file="$1"
+  [ -f "$file" ] || die "no results file $file"
+  local missing
+  missing="$(expected_rows | grep -vxF -f <(cut -f1,2 "$file") || true)"
+  if [ -n "$missing" ]; then
+    echo "bench.sh: $file lacks $(wc -l <<<"$missing") expected row(s) (area, op):" >&2
+    sed 's/\t/ /; s/^/  /' <<<"$missing" >&2
+    exit 1
+  fi
+  echo "bench.sh: $file has all $(expected_rows | wc -l) expected rows"
+}
+
+if [ -n "$CHECK_ONLY" ]; then
+  check_rows "$CHECK_ONLY"
+  exit 0
 fi
+
+LOGS="$ROOT/target/bench-logs"
+mkdir -p "$LOGS"
+
+# Runs "$@" with its output in $LOGS/$1.log (the first argument is the log's
+# name, the rest the command); on failure shows the log's end and stops.
+logged() {
+  local name="$1"
+  shift
+  if ! "$@" >"$LOGS/$name.log" 2>&1; then
+    tail -n 40 "$LOGS/$name.log" >&2
+    die "$name failed (exit status above; full log: $LOGS/$name.log)"
+  fi
+}
+
+# The output of "$@" (stdout only; stderr to $LOGS/$1.log), which must
+# succeed and print something.
+rows_of() {
+  local name="$1" out
+  shift
+  if ! out="$("$@" 2>"$LOGS/$name.log")"; then
+    tail -n 40 "$LOGS/$name.log" >&2
+    die "$name failed (full log: $LOGS/$name.log)"
+  fi
+  [ -n "$out" ] || die "$name printed no rows (log: $LOGS/$name.log)"
+  printf '%s\n' "$out"
+}
 
 bash scripts/setup.sh
 
@@ -35,64 +163,69 @@ fi
 
 echo "== native: criterion (cargo bench --bench ntt --bench bfv --bench matching) =="
 rm -rf target/criterion
-cargo bench --bench ntt --bench bfv --bench matching -- "${CRIT_ARGS[@]}" 2>&1 | grep -E '^(forward|inverse|mul|mul_acc|bfv|matching)/|time:' || true
+# The bench names and times as they come; everything in the log.
+set +e
+cargo bench --bench ntt --bench bfv --bench matching -- "${CRIT_ARGS[@]}" 2>&1 \
+  | tee "$LOGS/criterion.log" | { grep -E '^(forward|inverse|mul|mul_acc|bfv|matching)/|time:' || true; }
+rc="${PIPESTATUS[0]}"
+set -e
+if [ "$rc" != 0 ]; then
+  tail -n 40 "$LOGS/criterion.log" >&2
+  die "cargo bench failed (exit $rc; full log: $LOGS/criterion.log)"
+fi
 
 echo "== server: blindmatch-server bench (1:1 and 1:N throughput, one core and all cores) =="
-cargo build --quiet --release --features server --bin blindmatch-server
+logged server-build cargo build --quiet --release --features server --bin blindmatch-server
 if [ "$QUICK" = 1 ]; then GALLERY=32768; else GALLERY=1000000; fi
-SERVER_ROWS="$(target/release/blindmatch-server bench --verifications 300 --gallery "$GALLERY" 2>/dev/null)"
+SERVER_ROWS="$(rows_of server-bench target/release/blindmatch-server bench --verifications 300 --gallery "$GALLERY")"
 echo "$SERVER_ROWS"
 
 # Verify over HTTP: full runs only (a release build of the server tests).
 HTTP_ROWS=""
 if [ "$QUICK" = 0 ]; then
   echo "== server: verify over HTTP on loopback (the bounded load test, release build) =="
-  HTTP_ROWS="$(BLINDMATCH_LOAD_N=2000 cargo test --quiet --release --features server --test server \
-    concurrent_load_loses_nothing -- --nocapture 2>&1 | grep -E '^load:' || true)"
+  logged http-load env BLINDMATCH_LOAD_N=2000 cargo test --quiet --release --features server --test server \
+    concurrent_load_loses_nothing -- --nocapture
+  HTTP_ROWS="$(grep -E '^load:' "$LOGS/http-load.log" || true)"
+  [ -n "$HTTP_ROWS" ] || die "the HTTP load test printed no 'load:' line (log: $LOGS/http-load.log)"
   echo "$HTTP_ROWS"
 fi
 
 echo "== transforms per BFV operation (the floors' counts) =="
-TRANSFORM_ROWS="$(cargo run --quiet --release --example transforms --features count-transforms)"
+TRANSFORM_ROWS="$(rows_of transforms cargo run --quiet --release --example transforms --features count-transforms)"
 echo "$TRANSFORM_ROWS"
 
 echo "== sizes on the wire =="
-SIZE_ROWS="$(cargo run --quiet --release --example sizes)"
+SIZE_ROWS="$(rows_of sizes cargo run --quiet --release --example sizes)"
 echo "$SIZE_ROWS"
 
 echo "== Microsoft SEAL (through tenseal.sealapi, same machine, same run) =="
-SEAL_PY="$(bash scripts/seal_env.sh)"
-SEAL_ROWS="$("$SEAL_PY" scripts/bench_seal.py "${QFLAG[@]}")"
+SEAL_PY="$(bash scripts/seal_env.sh)" || die "scripts/seal_env.sh failed"
+SEAL_ROWS="$(rows_of seal "$SEAL_PY" scripts/bench_seal.py "${QFLAG[@]}")"
 echo "$SEAL_ROWS"
 
-echo "== wasm: building simd128 and baseline packages for Node =="
-WASM_TMP="$ROOT/target/bench-wasm"
-rm -rf "$WASM_TMP"
-wasm-pack build --release --target nodejs --out-dir "$WASM_TMP/simd" --out-name blindmatch . >/dev/null 2>&1 \
-  || wasm-pack build --release --target nodejs --out-dir "$WASM_TMP/simd" --out-name blindmatch .
-# RUSTFLAGS replaces the +simd128 flag of .cargo/config.toml: this is the no-SIMD build.
-RUSTFLAGS="-C target-feature=-simd128" CARGO_TARGET_DIR="$ROOT/target/wasm-baseline" \
-  wasm-pack build --release --target nodejs --out-dir "$WASM_TMP/baseline" --out-name blindmatch . >/dev/null 2>&1 \
-  || RUSTFLAGS="-C target-feature=-simd128" CARGO_TARGET_DIR="$ROOT/target/wasm-baseline" \
-    wasm-pack build --release --target nodejs --out-dir "$WASM_TMP/baseline" --out-name blindmatch .
+echo "== wasm: the npm package, simd128 and baseline builds (scripts/build-wasm.sh) =="
+logged build-wasm bash scripts/build-wasm.sh "$ROOT/pkg"
 
 echo "== wasm: Node bench =="
-WASM_ROWS="$(node bench/wasm_ntt.mjs "$WASM_TMP/simd" "$WASM_TMP/baseline" "${QFLAG[@]}")"
+WASM_ROWS="$(rows_of wasm-ntt node bench/wasm_ntt.mjs "$ROOT/pkg" "${QFLAG[@]}")"
 echo "$WASM_ROWS"
 
 echo "== npm package against node-seal 7 (Node 22 and headless Chromium, same process / same page) =="
-bash scripts/build-wasm.sh >/dev/null
-NODE22="$(bash bench/node_seal/setup.sh)"
-NODESEAL_ROWS="$("$NODE22" bench/node_seal/bench.mjs "${QFLAG[@]}")"
+NODE22="$(bash bench/node_seal/setup.sh)" || die "bench/node_seal/setup.sh failed"
+NODESEAL_ROWS="$(rows_of node-seal "$NODE22" bench/node_seal/bench.mjs --pkg "$ROOT/pkg" "${QFLAG[@]}")"
 # The headless-Chromium page bench runs in full runs only (it adds ~20 s).
 if [ "$QUICK" = 0 ]; then
   NODESEAL_ROWS="$NODESEAL_ROWS
-$(node bench/node_seal/page.mjs)"
+$(rows_of node-seal-page node bench/node_seal/page.mjs --pkg "$ROOT/pkg")"
 fi
 echo "$NODESEAL_ROWS"
 
-TRANSFORM_ROWS="$TRANSFORM_ROWS" HTTP_ROWS="$HTTP_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" COMMAND="$COMMAND" python3 scripts/bench_report.py
+TRANSFORM_ROWS="$TRANSFORM_ROWS" HTTP_ROWS="$HTTP_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" \
+  SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" \
+  COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo
 cat bench/results.tsv
 echo
+check_rows bench/results.tsv
 echo "wrote bench/results.tsv and bench/REPORT.md"

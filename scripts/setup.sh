@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Installs whatever blindmatch's build and tests need and is missing.
+# Installs whatever blindmatch's tests, package build and benchmarks need and
+# is missing or at another version than pinned here: Debian packages (the
+# distribution's versions), the wasm32 and aarch64 Rust targets, clippy and
+# rustfmt, wasm-pack and wasm-bindgen-cli (exact versions), and the npm tools
+# of the package tests (exact versions) under target/tools.
 # Idempotent: on a machine that is already set up it finishes in seconds.
+# Called by scripts/test.sh and scripts/bench.sh; the benchmarks' own peers
+# (SEAL through tenseal, node-seal) are set up by scripts/seal_env.sh and
+# bench/node_seal/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 log() { printf '[setup] %s\n' "$*" >&2; }
 
+# wasm-pack, built from the registry with its own Cargo.lock.
+WASM_PACK_VERSION=0.15.1
 # The wasm-bindgen version pinned in Cargo.toml; wasm-bindgen-cli must match it exactly.
 WASM_BINDGEN_VERSION="$(sed -n 's/^wasm-bindgen = { version = "=\([0-9.]*\)".*/\1/p; s/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' Cargo.toml | head -n1)"
 if [ -z "$WASM_BINDGEN_VERSION" ]; then
@@ -42,9 +51,10 @@ if ! rustup component list --installed 2>/dev/null | grep -q '^clippy'; then rus
 if ! rustup component list --installed 2>/dev/null | grep -q '^rustfmt'; then rustup component add rustfmt; fi
 
 # --- cargo-installed tools -----------------------------------------------------
-if ! command -v wasm-pack >/dev/null 2>&1; then
-  log "building wasm-pack (a few minutes)"
-  cargo install wasm-pack
+if ! command -v wasm-pack >/dev/null 2>&1 \
+   || [ "$(wasm-pack --version | awk '{print $2}')" != "$WASM_PACK_VERSION" ]; then
+  log "building wasm-pack $WASM_PACK_VERSION (a few minutes)"
+  cargo install wasm-pack --version "=$WASM_PACK_VERSION" --locked --force
 fi
 if ! command -v wasm-bindgen >/dev/null 2>&1 \
    || [ "$(wasm-bindgen --version | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]; then
@@ -58,13 +68,22 @@ fi
 # playwright-core drives Debian's Chromium in the end-to-end login test
 # (tests/js/e2e.test.mjs); it never downloads a browser of its own. Vite and
 # webpack build an app that uses the package (tests/js/bundlers.test.mjs).
-NPM_TOOLS="typescript@5 playwright-core@1 vite@8 webpack@5"
-if [ ! -x target/tools/node_modules/.bin/tsc ] || [ ! -d target/tools/node_modules/playwright-core ] \
-   || [ ! -d target/tools/node_modules/vite ] || [ ! -d target/tools/node_modules/webpack ]; then
-  log "installing $NPM_TOOLS into target/tools"
+NPM_TOOLS=(typescript@5.9.3 playwright-core@1.65.1 vite@8.4.0 webpack@5.113.0)
+# The installed version of an npm package under target/tools, or nothing.
+npm_installed() {
+  local f="target/tools/node_modules/$1/package.json"
+  [ -f "$f" ] && node -p "require('./$f').version" 2>/dev/null || true
+}
+npm_missing=()
+for spec in "${NPM_TOOLS[@]}"; do
+  if [ "$(npm_installed "${spec%@*}")" != "${spec##*@}" ]; then
+    npm_missing+=("$spec")
+  fi
+done
+if [ "${#npm_missing[@]}" -gt 0 ] || [ ! -x target/tools/node_modules/.bin/tsc ]; then
+  log "installing ${NPM_TOOLS[*]} into target/tools"
   mkdir -p target/tools
-  # shellcheck disable=SC2086
-  npm install --prefix target/tools --no-audit --no-fund --loglevel=error $NPM_TOOLS
+  npm install --prefix target/tools --save-exact --no-audit --no-fund --loglevel=error "${NPM_TOOLS[@]}"
 fi
 
 log "ready"

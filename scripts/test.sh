@@ -3,7 +3,16 @@
 # correctness suite (tests/suite/) natively, on aarch64 under qemu, and on
 # wasm32 in Node and in headless Chromium. This is what CI runs (.ci/run).
 #
-#   scripts/test.sh          from any directory; needs no tty and no stdin
+#   scripts/test.sh              every step (what CI runs); from any directory,
+#                                needs no tty and no stdin
+#   scripts/test.sh STEP...      only the named steps, in the usual order (not
+#                                the order given), e.g. `scripts/test.sh fmt kat`
+#   scripts/test.sh --help       the list of steps
+#
+# `setup` always runs first, named or not: nothing below means anything
+# without the toolchain, and it takes seconds when everything is installed.
+# `js` needs the package, so naming it also runs `build-wasm`. An unknown
+# step name is refused (exit 2, before anything runs) with the list of steps.
 #
 # Steps, in order (each one's output is shown and also saved to
 # target/test-logs/NN-<step>.log):
@@ -17,6 +26,8 @@
 #   aarch64         the same cross-compiled with --features neon, run by qemu
 #   wasm-node       wasm-pack test --node              (tests/node.rs)
 #   wasm-browser    wasm-pack test --headless --chrome (tests/web.rs)
+#   build-wasm      scripts/build-wasm.sh: the npm package into pkg/
+#   js              node --test tests/js/ against that package
 #
 # Each test build is compiled with BLINDMATCH_REQUIRE_BACKEND (avx2 when the
 # CPU has it, neon, simd128), so a build that silently fell back to the scalar
@@ -35,13 +46,51 @@
 # the executed tests summed over all test steps; M also counts one for each
 # step that failed without reporting a failed test (a compile error, fmt,
 # clippy, a timeout, zero tests run), so M is 0 exactly when the script
-# exits 0.
+# exits 0. (A refused command line prints the usage instead.)
 #
 # Do not set RUSTFLAGS: it replaces the `+simd128` flags of .cargo/config.toml
 # (the script stops with an error, after setup, if any of them is set).
 
 set -euo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
+
+STEPS=(setup fmt clippy-x86_64 clippy-aarch64 clippy-wasm32 kat native native-doc
+  aarch64 aarch64-doc aarch64-server wasm-node wasm-browser build-wasm js)
+
+usage() {
+  printf 'usage: scripts/test.sh [STEP...]\n'
+  printf 'steps (run in this order; setup always runs): %s\n' "${STEPS[*]}"
+}
+
+# Whether $1 is one of the words after it.
+one_of() {
+  local x="$1" w
+  shift
+  for w in "$@"; do [ "$w" = "$x" ] && return 0; done
+  return 1
+}
+
+SELECTED=()
+for arg in "$@"; do
+  case "$arg" in
+    -h | --help)
+      usage
+      exit 0
+      ;;
+  esac
+  if ! one_of "$arg" "${STEPS[@]}"; then
+    printf 'test.sh: unknown step %q\n' "$arg" >&2
+    usage >&2
+    exit 2
+  fi
+  SELECTED+=("$arg")
+done
+if one_of js "${SELECTED[@]}"; then SELECTED+=(build-wasm); fi
+
+# Whether step $1 runs: every step when none is named.
+want() {
+  [ "${#SELECTED[@]}" = 0 ] || one_of "$1" "${SELECTED[@]}"
+}
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
@@ -234,16 +283,25 @@ if [ -n "${RUSTFLAGS:-}${CARGO_ENCODED_RUSTFLAGS:-}${CARGO_BUILD_RUSTFLAGS:-}" ]
 fi
 
 # --- static checks -------------------------------------------------------------
-check fmt $((5 * MIN)) cargo fmt --check -- --color=never || true
+if want fmt; then
+  check fmt $((5 * MIN)) cargo fmt --check -- --color=never || true
+fi
 # count-transforms adds examples/transforms.rs (the bench's floor counts).
-check clippy-x86_64 $((20 * MIN)) \
-  cargo clippy --all-targets --features server,count-transforms -- -D warnings || true
-check clippy-aarch64 $((20 * MIN)) \
-  cargo clippy --all-targets --target aarch64-unknown-linux-gnu --features neon -- -D warnings || true
+if want clippy-x86_64; then
+  check clippy-x86_64 $((20 * MIN)) \
+    cargo clippy --all-targets --features server,count-transforms -- -D warnings || true
+fi
+if want clippy-aarch64; then
+  check clippy-aarch64 $((20 * MIN)) \
+    cargo clippy --all-targets --target aarch64-unknown-linux-gnu --features neon -- -D warnings || true
+fi
 # Benches are native only (criterion is not a wasm32 dependency).
-check clippy-wasm32 $((20 * MIN)) \
-  cargo clippy --lib --tests --target wasm32-unknown-unknown -- -D warnings || true
-if [ -f scripts/gen_kat.py ]; then
+if want clippy-wasm32; then
+  check clippy-wasm32 $((20 * MIN)) \
+    cargo clippy --lib --tests --target wasm32-unknown-unknown -- -D warnings || true
+fi
+# The known answers and docs/FORMAT.md's worked examples.
+if want kat && [ -f scripts/gen_kat.py ]; then
   check kat $((10 * MIN)) python3 scripts/gen_kat.py --check || true
 fi
 
@@ -265,35 +323,49 @@ TEST_TARGETS=(--lib --bins --tests --examples)
 # With the server feature: tests/server.rs starts the real blindmatch-server
 # binary on loopback (full flows, errors, 10 000 corrupted bodies, kill -9
 # durability, a bounded load test).
-test_run native tests/native.rs $((30 * MIN)) \
-  "${NATIVE_ENV[@]}" cargo test --features server "${TEST_TARGETS[@]}" --no-fail-fast || true
-test_run native-doc "" $((15 * MIN)) \
-  "${NATIVE_ENV[@]}" cargo test --doc --no-fail-fast || true
+if want native; then
+  test_run native tests/native.rs $((30 * MIN)) \
+    "${NATIVE_ENV[@]}" cargo test --features server "${TEST_TARGETS[@]}" --no-fail-fast || true
+fi
+if want native-doc; then
+  test_run native-doc "" $((15 * MIN)) \
+    "${NATIVE_ENV[@]}" cargo test --doc --no-fail-fast || true
+fi
 
 # --- aarch64 + NEON under qemu (.cargo/config.toml sets linker and runner) -------
 A64=(--target aarch64-unknown-linux-gnu --features neon)
-test_run aarch64 tests/native.rs $((40 * MIN)) \
-  env BLINDMATCH_REQUIRE_BACKEND=neon cargo test "${A64[@]}" "${TEST_TARGETS[@]}" --no-fail-fast || true
-test_run aarch64-doc "" $((15 * MIN)) \
-  env BLINDMATCH_REQUIRE_BACKEND=neon cargo test "${A64[@]}" --doc --no-fail-fast || true
+if want aarch64; then
+  test_run aarch64 tests/native.rs $((40 * MIN)) \
+    env BLINDMATCH_REQUIRE_BACKEND=neon cargo test "${A64[@]}" "${TEST_TARGETS[@]}" --no-fail-fast || true
+fi
+if want aarch64-doc; then
+  test_run aarch64-doc "" $((15 * MIN)) \
+    env BLINDMATCH_REQUIRE_BACKEND=neon cargo test "${A64[@]}" --doc --no-fail-fast || true
+fi
 # The server on aarch64 (NEON multiply path), its binary run under qemu by the
 # test itself; release build, with the load and mutation counts scaled to
 # emulation speed.
-test_run aarch64-server tests/server.rs $((40 * MIN)) \
-  env BLINDMATCH_REQUIRE_BACKEND=neon \
-  BLINDMATCH_TEST_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
-  BLINDMATCH_LOAD_N=200 BLINDMATCH_MUTATIONS=2000 \
-  cargo test --release --target aarch64-unknown-linux-gnu --features server,neon --test server || true
+if want aarch64-server; then
+  test_run aarch64-server tests/server.rs $((40 * MIN)) \
+    env BLINDMATCH_REQUIRE_BACKEND=neon \
+    BLINDMATCH_TEST_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
+    BLINDMATCH_LOAD_N=200 BLINDMATCH_MUTATIONS=2000 \
+    cargo test --release --target aarch64-unknown-linux-gnu --features server,neon --test server || true
+fi
 
 # --- wasm32 + simd128 --------------------------------------------------------------
 # `--lib --test '*'` (passed to both cargo build and cargo test by wasm-pack)
 # leaves out the doc tests: on wasm32 they are built but the runner finds no
 # #[wasm_bindgen_test] in them and exits 0, so they would "pass" unrun.
 # Debug builds: the whole suite takes seconds in either runner.
-test_run wasm-node tests/node.rs $((30 * MIN)) \
-  env BLINDMATCH_REQUIRE_BACKEND=simd128 wasm-pack test --node -- --lib --test '*' || true
-test_run wasm-browser tests/web.rs $((30 * MIN)) \
-  env BLINDMATCH_REQUIRE_BACKEND=simd128 wasm-pack test --headless --chrome -- --lib --test '*' || true
+if want wasm-node; then
+  test_run wasm-node tests/node.rs $((30 * MIN)) \
+    env BLINDMATCH_REQUIRE_BACKEND=simd128 wasm-pack test --node -- --lib --test '*' || true
+fi
+if want wasm-browser; then
+  test_run wasm-browser tests/web.rs $((30 * MIN)) \
+    env BLINDMATCH_REQUIRE_BACKEND=simd128 wasm-pack test --headless --chrome -- --lib --test '*' || true
+fi
 
 
 # --- the npm package ------------------------------------------------------------
@@ -301,7 +373,7 @@ test_run wasm-browser tests/web.rs $((30 * MIN)) \
 # against the package as a user imports it, including a headless-Chromium page
 # with a Web Worker and a strict TypeScript check of the declarations. A
 # skipped test fails the step: here every prerequisite is installed.
-if check build-wasm $((30 * MIN)) bash scripts/build-wasm.sh; then
+if want build-wasm && check build-wasm $((30 * MIN)) bash scripts/build-wasm.sh && want js; then
   export TSC="$ROOT/target/tools/node_modules/.bin/tsc"
   export CHROMIUM=/usr/bin/chromium
   test_run js "" $((15 * MIN)) node --test --test-reporter=tap tests/js/ || true

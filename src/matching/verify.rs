@@ -3,11 +3,12 @@
 //! The reply goes back to the key holder, who decrypts it; the server must
 //! make sure that decrypting it reveals the scores and nothing else:
 //!
-//! 1. multiply the template and probe ciphertexts (and relinearize, if the
-//!    caller has a relinearization key; the key holder can decrypt the
-//!    size-3 product without it);
-//! 2. switch down to the fewest primes that still decrypt correctly;
-//! 3. mask and re-randomize at once: add a fresh public-key encryption, under
+//! 1. multiply the template and probe ciphertexts;
+//! 2. switch the product down to the fewest primes that still decrypt
+//!    correctly;
+//! 3. relinearize there, if the caller has a relinearization key (the key
+//!    holder can decrypt the size-3 product without it);
+//! 4. mask and re-randomize at once: add a fresh public-key encryption, under
 //!    the user's public key and at the reply's level, of uniform values mod t
 //!    on every coefficient that is not a score position. Those coefficients
 //!    then decrypt to fresh uniform noise, and the reply's randomness is
@@ -66,8 +67,8 @@ impl Verifier {
         self.verify_with(template, probe, user_pk, rk, &mut Prng::from_os()?)
     }
 
-    /// Verifies with the given generator (for the masks and the fresh
-    /// encryption of zero).
+    /// Verifies with the given generator (for the mask and its fresh
+    /// public-key encryption).
     pub fn verify_with(
         &self,
         template: &Ciphertext,

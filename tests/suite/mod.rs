@@ -23,6 +23,7 @@ mod arith;
 mod backends;
 mod bfv;
 mod decrypt_sample;
+mod format_kat;
 mod kat;
 mod matching;
 mod ntt;
