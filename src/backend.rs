@@ -222,7 +222,6 @@ impl Backend {
 
     pub(crate) fn forward(self, t: &NttTables, a: &mut [u32]) {
         debug_assert_eq!(a.len(), t.n);
-        crate::transforms::record_forward();
         match self.0 {
             Kind::Scalar => scalar::forward(t, a),
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
@@ -242,7 +241,6 @@ impl Backend {
 
     pub(crate) fn inverse(self, t: &NttTables, a: &mut [u32], s: &InvScale) {
         debug_assert_eq!(a.len(), t.n);
-        crate::transforms::record_inverse();
         match self.0 {
             Kind::Scalar => scalar::inverse(t, a, s),
             // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
@@ -269,9 +267,9 @@ impl Backend {
 
     /// `out[i] = a[i] · b[i] · 2^-32 mod q` for inputs in `[0, q)`: the
     /// Montgomery product, which is `a[i] · b'[i]` when `b` holds
-    /// `b'·2^32 mod q` (an operand kept in Montgomery form, such as the
-    /// secret key; see [`crate::bfv::poly::NttMont`]). A multiplication
-    /// cheaper than [`Backend::mul`].
+    /// `b'·2^32 mod q` (an operand kept in Montgomery form, such as a
+    /// secret key that is multiplied often). A multiplication cheaper than
+    /// [`Backend::mul`].
     ///
     /// # Panics
     /// If the three lengths differ.
@@ -448,7 +446,7 @@ impl Backend {
     /// Decryption's `round(t/Q · x) mod t` per coefficient from the rows of
     /// residues (one per prime, below `2^31`), the integer weights `ω_i` (as
     /// `f64`) and fractions `θ_i` in `[0, 1)`, for levels where
-    /// `Σ_i x_i·ω_i < 2^52` (see `bfv::scaling`).
+    /// `Σ_i x_i·ω_i < 2^52` (small plaintext moduli).
     ///
     /// # Panics
     /// If a row is shorter than `out` or the counts differ.
@@ -508,8 +506,7 @@ impl Backend {
     }
 
     /// `Σ_k a_k·x_k + b_k·y_k mod q` for residues below `q`: two dot
-    /// products of equal length, reduced once (the key holder's 1:N scores,
-    /// `matching::fused`).
+    /// products of equal length, reduced once (the key holder's 1:N scores).
     ///
     /// # Panics
     /// If the lengths differ.

@@ -176,6 +176,7 @@ impl NttPlan {
     /// If `a.len() != n`.
     pub fn forward(&self, a: &mut [u32]) {
         assert_eq!(a.len(), self.tables.n, "NttPlan::forward: wrong length");
+        crate::transforms::record_forward();
         self.backend.forward(&self.tables, a);
     }
 
@@ -186,6 +187,7 @@ impl NttPlan {
     /// If `a.len() != n`.
     pub fn inverse(&self, a: &mut [u32]) {
         assert_eq!(a.len(), self.tables.n, "NttPlan::inverse: wrong length");
+        crate::transforms::record_inverse();
         self.backend
             .inverse(&self.tables, a, &self.tables.inv_unscaled());
     }
@@ -201,6 +203,7 @@ impl NttPlan {
             self.tables.n,
             "NttPlan::inverse_scaled: wrong length"
         );
+        crate::transforms::record_inverse();
         self.backend
             .inverse(&self.tables, a, &self.tables.inv_scale(factor));
     }

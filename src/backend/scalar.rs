@@ -219,10 +219,14 @@ pub(crate) fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut [u32])
     }
 }
 
+/// Centred binomial parameter: the error is `popcount(k bits) - popcount(k
+/// bits)` with variance `k/2`. `k = 21` gives sigma = 3.24, the standard's 3.2.
+pub const CBD_K: u32 = 21;
+
 /// The three errors of the 128 bits `hi:lo`.
 #[inline(always)]
 pub(crate) fn cbd_triple(lo: u64, hi: u64) -> [i8; 3] {
-    const K: u32 = crate::bfv::sample::CBD_K;
+    const K: u32 = CBD_K;
     // popcount(a) - popcount(b) = popcount(a) + popcount(!b) - K for K-bit a
     // and b: one popcount of the 2K-bit field with its b half inverted.
     const FIELD: u64 = (1 << (2 * K)) - 1;

@@ -1,4 +1,5 @@
-//! ChaCha20 keystream blocks for [`crate::bfv::Prng`], several at a time.
+//! ChaCha20 keystream blocks for the crate's seeded generator, several at a
+//! time.
 //!
 //! The stream is RFC 7539's block function with the original (Bernstein)
 //! state layout that `rand_chacha`'s `ChaCha20Rng` uses, so seeded streams,
