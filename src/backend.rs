@@ -19,9 +19,11 @@
 //! makes the `unsafe` calls of `#[target_feature]` kernels below sound.
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::ntt::{InvScale, NttTables};
+use tables::{InvScale, NttTables};
 
 pub(crate) mod scalar;
+
+pub(crate) mod tables;
 
 pub(crate) mod chacha;
 
@@ -617,35 +619,6 @@ where
         } else {
             use rayon::prelude::*;
             items.par_iter().zip(outs.par_iter_mut()).try_for_each(|(x, o)| f(x, o))
-        }
-    }
-}
-
-/// Extra per-plan tables that SIMD backends want, built once with the plan.
-#[derive(Default)]
-pub(crate) struct BackendTables {
-    #[cfg(target_arch = "x86_64")]
-    pub avx2: avx2::Tables,
-    #[cfg(target_arch = "x86_64")]
-    pub avx512: avx512::Tables,
-    #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-    pub neon: neon::Tables,
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    pub simd128: simd128::Tables,
-}
-
-impl BackendTables {
-    #[allow(unused_variables)]
-    pub(crate) fn new(t: &NttTables) -> Self {
-        Self {
-            #[cfg(target_arch = "x86_64")]
-            avx2: avx2::Tables::new(t),
-            #[cfg(target_arch = "x86_64")]
-            avx512: avx512::Tables::new(t),
-            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-            neon: neon::Tables::new(t),
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            simd128: simd128::Tables::new(t),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::arith::csub;
 use crate::arith::{Modulus, ShoupConstant};
-use crate::ntt::{InvScale, NttTables};
+use crate::backend::tables::{InvScale, NttTables};
 
 /// Forward negacyclic NTT (Cooley–Tukey, Harvey lazy butterflies in `[0, 4q)`).
 pub(crate) fn forward(t: &NttTables, a: &mut [u32]) {
