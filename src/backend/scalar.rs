@@ -100,13 +100,7 @@ pub(crate) fn mul_acc<const MONT: bool, const SUB: bool>(
 
 /// The inputs' tails from `from` on: what a vector kernel leaves to the
 /// scalar one after its last whole register.
-#[cfg_attr(
-    not(any(
-        target_arch = "x86_64",
-        all(target_arch = "wasm32", target_feature = "simd128")
-    )),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(bm_avx, bm_simd128)), allow(dead_code))]
 pub(crate) fn tails<'a>(inputs: &[&'a [u32]], from: usize) -> Vec<&'a [u32]> {
     inputs.iter().map(|x| &x[from..]).collect()
 }
@@ -133,7 +127,7 @@ const F64_CHUNK: usize = 64;
 
 /// `lo + hi·2^32 mod q`: the vector `dot2` kernels' low and high halves,
 /// summed apart, put back together.
-#[cfg(target_arch = "x86_64")]
+#[cfg(bm_avx)]
 pub(crate) fn join_halves(m: &Modulus, lo: u64, hi: u64) -> u32 {
     m.add(
         m.reduce_u64(lo),

@@ -83,13 +83,13 @@ impl NttTables {
 /// Extra per-plan tables that SIMD backends want, built once with the plan.
 #[derive(Default)]
 pub(crate) struct BackendTables {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(bm_avx)]
     pub avx2: super::avx2::Tables,
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(bm_avx)]
     pub avx512: super::avx512::Tables,
-    #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+    #[cfg(bm_neon)]
     pub neon: super::neon::Tables,
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[cfg(bm_simd128)]
     pub simd128: super::simd128::Tables,
 }
 
@@ -97,13 +97,13 @@ impl BackendTables {
     #[allow(unused_variables)]
     fn new(t: &NttTables) -> Self {
         Self {
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(bm_avx)]
             avx2: super::avx2::Tables::new(t),
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(bm_avx)]
             avx512: super::avx512::Tables::new(t),
-            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+            #[cfg(bm_neon)]
             neon: super::neon::Tables::new(t),
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            #[cfg(bm_simd128)]
             simd128: super::simd128::Tables::new(t),
         }
     }
