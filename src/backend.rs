@@ -1,5 +1,10 @@
 //! CPU-specific kernel choice. This file and `src/backend/` hold every
-//! `cfg(target_arch)` / `cfg(target_feature)` of the crate.
+//! `cfg(target_arch)` / `cfg(target_feature)` of the crate, through the
+//! short names `build.rs` gives them: `bm_avx` (x86_64), `bm_neon` (aarch64
+//! with the `neon` feature) and `bm_simd128` (wasm32 with simd128). Every
+//! call of a kernel goes through one macro, `dispatch!` (in
+//! `backend/dispatch.rs`), which states for each backend why its `unsafe`
+//! call is sound.
 //!
 //! | backend   | where                                   | chosen            |
 //! |-----------|-----------------------------------------|-------------------|
@@ -19,34 +24,49 @@
 //! makes the `unsafe` calls of `#[target_feature]` kernels below sound.
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::ntt::{InvScale, NttTables};
+use tables::{InvScale, NttTables};
+
+// The data-parallel loops live in `crate::parallel`; this is their former
+// path, still used by `matching::identify`.
+pub(crate) use crate::parallel::{par_map_init, par_zip_mut};
+
+#[cfg(all(feature = "neon", not(target_arch = "aarch64")))]
+compile_error!(
+    "feature `neon` selects the aarch64 NEON kernels; this target is not aarch64 \
+     (build without `--features neon`)"
+);
+
+#[macro_use]
+mod dispatch;
 
 pub(crate) mod scalar;
 
+pub(crate) mod tables;
+
 pub(crate) mod chacha;
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(bm_avx)]
 pub(crate) mod avx2;
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(bm_avx)]
 pub(crate) mod avx512;
 
-#[cfg(all(target_arch = "aarch64", feature = "neon"))]
+#[cfg(bm_neon)]
 pub(crate) mod neon;
 
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[cfg(bm_simd128)]
 pub(crate) mod simd128;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Kind {
     Scalar,
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(bm_avx)]
     Avx2,
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(bm_avx)]
     Avx512,
-    #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+    #[cfg(bm_neon)]
     Neon,
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[cfg(bm_simd128)]
     Simd128,
 }
 
@@ -61,7 +81,7 @@ impl std::fmt::Debug for Backend {
 }
 
 /// AVX2 and POPCNT (which every AVX2 CPU has; the error sampler uses it).
-#[cfg(target_arch = "x86_64")]
+#[cfg(bm_avx)]
 fn avx2_detected() -> bool {
     use std::sync::OnceLock;
     static AVX2: OnceLock<bool> = OnceLock::new();
@@ -72,7 +92,7 @@ fn avx2_detected() -> bool {
 
 /// AVX-512F, the only AVX-512 subset the `avx512` kernels use (the check
 /// includes the OS saving the 512-bit register state).
-#[cfg(target_arch = "x86_64")]
+#[cfg(bm_avx)]
 fn avx512_detected() -> bool {
     use std::sync::OnceLock;
     static AVX512: OnceLock<bool> = OnceLock::new();
@@ -86,7 +106,7 @@ fn avx512_detected() -> bool {
 /// overflow), and the reduced `(s + m·q) / 2^32` is below `(k/2 + 1)·q <= 4q`.
 /// (x86_64 only: in wasm the widening multiplies cost more than the
 /// reductions they save; see bench/HISTORY.md.)
-#[cfg(target_arch = "x86_64")]
+#[cfg(bm_avx)]
 pub(crate) const MONT_TERMS: usize = 6;
 
 /// How far ahead, in words (4 KiB), the x86_64 kernels that stream through
@@ -97,7 +117,7 @@ pub(crate) const MONT_TERMS: usize = 6;
 /// 14.5 / 12.5 / 11.0 / 12.6 / 15.3 ms prefetching 1, 2, 4, 8 and 16 KiB
 /// ahead; the score ciphertexts 21 ms without, and 14.0 / 13.5 / 14.4 ms
 /// with 2, 4 and 8 KiB.
-#[cfg(target_arch = "x86_64")]
+#[cfg(bm_avx)]
 pub(crate) const STREAM_PREFETCH: usize = 1024;
 
 impl Backend {
@@ -154,11 +174,11 @@ impl Backend {
     /// checks run once and are cached; AVX-512 is preferred.
     pub fn best() -> Self {
         cfg_if::cfg_if! {
-            if #[cfg(all(target_arch = "aarch64", feature = "neon"))] {
+            if #[cfg(bm_neon)] {
                 Backend(Kind::Neon)
-            } else if #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))] {
+            } else if #[cfg(bm_simd128)] {
                 Backend(Kind::Simd128)
-            } else if #[cfg(target_arch = "x86_64")] {
+            } else if #[cfg(bm_avx)] {
                 // The avx512 kind also runs the AVX2 kernels of operations
                 // that have no 512-bit version, so it needs both.
                 if avx512_detected() && avx2_detected() {
@@ -178,7 +198,7 @@ impl Backend {
     /// last (on x86_64 with AVX-512: scalar, avx2, avx512).
     pub fn available() -> Vec<Self> {
         let mut v = vec![Self::scalar()];
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(bm_avx)]
         if avx2_detected() {
             v.push(Backend(Kind::Avx2));
         }
@@ -194,13 +214,13 @@ impl Backend {
     pub fn compiled_names() -> &'static [&'static str] {
         &[
             "scalar",
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(bm_avx)]
             "avx2",
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(bm_avx)]
             "avx512",
-            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+            #[cfg(bm_neon)]
             "neon",
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            #[cfg(bm_simd128)]
             "simd128",
         ]
     }
@@ -209,54 +229,25 @@ impl Backend {
     pub fn name(&self) -> &'static str {
         match self.0 {
             Kind::Scalar => "scalar",
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(bm_avx)]
             Kind::Avx2 => "avx2",
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(bm_avx)]
             Kind::Avx512 => "avx512",
-            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
+            #[cfg(bm_neon)]
             Kind::Neon => "neon",
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+            #[cfg(bm_simd128)]
             Kind::Simd128 => "simd128",
         }
     }
 
     pub(crate) fn forward(self, t: &NttTables, a: &mut [u32]) {
         debug_assert_eq!(a.len(), t.n);
-        crate::transforms::record_forward();
-        match self.0 {
-            Kind::Scalar => scalar::forward(t, a),
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::forward(t, a) },
-            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { avx512::forward(t, a) },
-            // SAFETY: NEON is part of the aarch64 baseline.
-            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-            Kind::Neon => unsafe { neon::forward(t, a) },
-            // simd128 is enabled for the whole build (compile-time cfg).
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kind::Simd128 => simd128::forward(t, a),
-        }
+        dispatch!(self, forward(t, a))
     }
 
     pub(crate) fn inverse(self, t: &NttTables, a: &mut [u32], s: &InvScale) {
         debug_assert_eq!(a.len(), t.n);
-        crate::transforms::record_inverse();
-        match self.0 {
-            Kind::Scalar => scalar::inverse(t, a, s),
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::inverse(t, a, s) },
-            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { avx512::inverse(t, a, s) },
-            // SAFETY: NEON is part of the aarch64 baseline.
-            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-            Kind::Neon => unsafe { neon::inverse(t, a, s) },
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kind::Simd128 => simd128::inverse(t, a, s),
-        }
+        dispatch!(self, inverse(t, a, s))
     }
 
     /// `out[i] = a[i] · b[i] mod q` for inputs in `[0, q)`.
@@ -264,19 +255,19 @@ impl Backend {
     /// # Panics
     /// If the three lengths differ.
     pub fn mul(self, m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
-        self.products::<false, false, false>(m, a, b, out, "Backend::mul");
+        self.products(Product::Mul, m, a, b, out);
     }
 
     /// `out[i] = a[i] · b[i] · 2^-32 mod q` for inputs in `[0, q)`: the
     /// Montgomery product, which is `a[i] · b'[i]` when `b` holds
-    /// `b'·2^32 mod q` (an operand kept in Montgomery form, such as the
-    /// secret key; see [`crate::bfv::poly::NttMont`]). A multiplication
-    /// cheaper than [`Backend::mul`].
+    /// `b'·2^32 mod q` (an operand kept in Montgomery form, such as a
+    /// secret key that is multiplied often). A multiplication cheaper than
+    /// [`Backend::mul`].
     ///
     /// # Panics
     /// If the three lengths differ.
     pub fn mul_mont(self, m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
-        self.products::<true, false, false>(m, a, b, out, "Backend::mul_mont");
+        self.products(Product::MulMont, m, a, b, out);
     }
 
     /// [`Backend::mul`] for results that are written once and not read
@@ -292,15 +283,7 @@ impl Backend {
             a.len() == b.len() && a.len() == out.len(),
             "Backend::mul_streaming: length mismatch"
         );
-        match self.0 {
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::mul_streaming(m, a, b, out) },
-            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { avx512::mul_streaming(m, a, b, out) },
-            _ => self.mul(m, a, b, out),
-        }
+        dispatch!(self, mul_streaming(m, a, b, out), [avx2, avx512], else self.mul(m, a, b, out))
     }
 
     /// `acc[i] = acc[i] + a[i] · b[i] mod q` for inputs in `[0, q)`.
@@ -308,7 +291,7 @@ impl Backend {
     /// # Panics
     /// If the three lengths differ.
     pub fn mul_acc(self, m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
-        self.products::<false, true, false>(m, a, b, acc, "Backend::mul_acc");
+        self.products(Product::MulAcc, m, a, b, acc);
     }
 
     /// `acc[i] = acc[i] + a[i] · b[i] · 2^-32 mod q`: [`Backend::mul_mont`]
@@ -317,7 +300,7 @@ impl Backend {
     /// # Panics
     /// If the three lengths differ.
     pub fn mul_acc_mont(self, m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
-        self.products::<true, true, false>(m, a, b, acc, "Backend::mul_acc_mont");
+        self.products(Product::MulAccMont, m, a, b, acc);
     }
 
     /// `acc[i] = acc[i] - a[i] · b[i] · 2^-32 mod q`: [`Backend::mul_mont`]
@@ -326,49 +309,53 @@ impl Backend {
     /// # Panics
     /// If the three lengths differ.
     pub fn mul_sub_mont(self, m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
-        self.products::<true, true, true>(m, a, b, acc, "Backend::mul_sub_mont");
+        self.products(Product::MulSubMont, m, a, b, acc);
     }
 
-    /// The pointwise product kernels: Montgomery or plain products
-    /// (`MONT`), written or accumulated (`ACC`), added or subtracted when
-    /// accumulated (`SUB`).
-    fn products<const MONT: bool, const ACC: bool, const SUB: bool>(
-        self,
-        m: &Modulus,
-        a: &[u32],
-        b: &[u32],
-        out: &mut [u32],
-        what: &str,
-    ) {
+    /// The pointwise product kernels, one per [`Product`]: the kernels take
+    /// plain or Montgomery products (`MONT`) and add or subtract them when
+    /// they accumulate (`SUB`) as const parameters.
+    #[inline(always)]
+    fn products(self, op: Product, m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
         assert!(
             a.len() == b.len() && a.len() == out.len(),
-            "{what}: length mismatch"
+            "{}: length mismatch",
+            op.name()
         );
-        match (self.0, ACC) {
-            (Kind::Scalar, false) => scalar::mul::<MONT>(m, a, b, out),
-            (Kind::Scalar, true) => scalar::mul_acc::<MONT, SUB>(m, a, b, out),
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
-            #[cfg(target_arch = "x86_64")]
-            (Kind::Avx2, false) => unsafe { avx2::mul::<MONT>(m, a, b, out) },
-            // SAFETY: as above.
-            #[cfg(target_arch = "x86_64")]
-            (Kind::Avx2, true) => unsafe { avx2::mul_acc::<MONT, SUB>(m, a, b, out) },
-            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
-            #[cfg(target_arch = "x86_64")]
-            (Kind::Avx512, false) => unsafe { avx512::mul::<MONT>(m, a, b, out) },
-            // SAFETY: as above.
-            #[cfg(target_arch = "x86_64")]
-            (Kind::Avx512, true) => unsafe { avx512::mul_acc::<MONT, SUB>(m, a, b, out) },
-            // SAFETY: NEON is part of the aarch64 baseline.
-            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-            (Kind::Neon, false) => unsafe { neon::mul::<MONT>(m, a, b, out) },
-            // SAFETY: as above.
-            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-            (Kind::Neon, true) => unsafe { neon::mul_acc::<MONT, SUB>(m, a, b, out) },
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Kind::Simd128, false) => simd128::mul::<MONT>(m, a, b, out),
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            (Kind::Simd128, true) => simd128::mul_acc::<MONT, SUB>(m, a, b, out),
+        match op {
+            Product::Mul => dispatch!(self, mul::<false>(m, a, b, out)),
+            Product::MulMont => dispatch!(self, mul::<true>(m, a, b, out)),
+            Product::MulAcc => dispatch!(self, mul_acc::<false, false>(m, a, b, out)),
+            Product::MulAccMont => dispatch!(self, mul_acc::<true, false>(m, a, b, out)),
+            Product::MulSubMont => dispatch!(self, mul_acc::<true, true>(m, a, b, out)),
+        }
+    }
+}
+
+/// What a pointwise product kernel computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Product {
+    /// `out = a·b`.
+    Mul,
+    /// `out = a·b·2^-32`.
+    MulMont,
+    /// `acc = acc + a·b`.
+    MulAcc,
+    /// `acc = acc + a·b·2^-32`.
+    MulAccMont,
+    /// `acc = acc - a·b·2^-32`.
+    MulSubMont,
+}
+
+impl Product {
+    /// The public method's name, for its panic message.
+    fn name(self) -> &'static str {
+        match self {
+            Product::Mul => "Backend::mul",
+            Product::MulMont => "Backend::mul_mont",
+            Product::MulAcc => "Backend::mul_acc",
+            Product::MulAccMont => "Backend::mul_acc_mont",
+            Product::MulSubMont => "Backend::mul_sub_mont",
         }
     }
 }
@@ -391,17 +378,13 @@ impl Backend {
             x.len() == out.len() && e.len() == out.len(),
             "Backend::scaled_plus_small: length mismatch"
         );
-        match self.0 {
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kind::Simd128 => simd128::scaled_plus_small(m, x, w, e, out),
-            // Elsewhere two passes: the backend's own `lincomb` (the widest
-            // vectors), then the error added with sign masks, which the
-            // portable loop vectorizes at any width.
-            _ => {
-                self.lincomb(m, &[x], &[w], out);
-                scalar::add_small(m, e, out);
-            }
-        }
+        // Without a one-pass kernel, two passes: the backend's own `lincomb`
+        // (the widest vectors), then the error added with sign masks, which
+        // the portable loop vectorizes at any width.
+        dispatch!(self, scaled_plus_small(m, x, w, e, out), [simd128], else {
+            self.lincomb(m, &[x], &[w], out);
+            scalar::add_small(m, e, out);
+        })
     }
 
     /// Rejection sampling's inner loop: reads `words` in order and keeps
@@ -415,11 +398,8 @@ impl Backend {
         q: u32,
         out: &mut [u32],
     ) -> (usize, usize) {
-        match self.0 {
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kind::Simd128 => simd128::take_below(words, shift, q, out),
-            _ => scalar::take_below(words, shift, q, out),
-        }
+        dispatch!(self, take_below(words, shift, q, out), [simd128],
+            else scalar::take_below(words, shift, q, out))
     }
 
     /// Centred binomial errors from random 32-bit words, three from each
@@ -434,21 +414,16 @@ impl Backend {
             words.len() >= 4 * out.len().div_ceil(3),
             "Backend::cbd: too few words"
         );
-        match self.0 {
-            // SAFETY: both kinds are only constructed after avx2_detected(),
-            // which includes POPCNT.
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 | Kind::Avx512 => unsafe { avx2::cbd(words, out) },
-            // Elsewhere `count_ones` is one instruction (wasm `i64.popcnt`,
-            // NEON `cnt`) or the portable fallback.
-            _ => scalar::cbd(words, out),
-        }
+        // The x86_64 kernel is the portable loop compiled with POPCNT; elsewhere
+        // `count_ones` is one instruction (wasm `i64.popcnt`, NEON `cnt`) or
+        // the portable fallback.
+        dispatch!(self, cbd(words, out), [avx2, avx512 = avx2], else scalar::cbd(words, out))
     }
 
     /// Decryption's `round(t/Q · x) mod t` per coefficient from the rows of
     /// residues (one per prime, below `2^31`), the integer weights `ω_i` (as
     /// `f64`) and fractions `θ_i` in `[0, 1)`, for levels where
-    /// `Σ_i x_i·ω_i < 2^52` (see `bfv::scaling`).
+    /// `Σ_i x_i·ω_i < 2^52` (small plaintext moduli).
     ///
     /// # Panics
     /// If a row is shorter than `out` or the counts differ.
@@ -466,12 +441,9 @@ impl Backend {
                 && rows.iter().all(|r| r.len() >= out.len()),
             "Backend::round_to_t_small: length mismatch"
         );
-        match self.0 {
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kind::Simd128 => simd128::round_to_t_small(rows, omega, theta, t, out),
-            // Elsewhere the portable loops compile to vector code.
-            _ => scalar::round_to_t_small(rows, omega, theta, t, out),
-        }
+        // Elsewhere the portable loops compile to vector code.
+        dispatch!(self, round_to_t_small(rows, omega, theta, t, out), [simd128],
+            else scalar::round_to_t_small(rows, omega, theta, t, out))
     }
 
     /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, in `[0, q)`, for any
@@ -492,24 +464,14 @@ impl Backend {
             inputs.len() == weights.len() && inputs.iter().all(|x| x.len() >= out.len()),
             "Backend::lincomb: length mismatch"
         );
-        match self.0 {
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::lincomb(m, inputs, weights, out) },
-            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { avx512::lincomb(m, inputs, weights, out) },
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kind::Simd128 => simd128::lincomb(m, inputs, weights, out),
-            // NEON is a baseline feature of its build, so the portable loops
-            // compile to vector code there.
-            _ => scalar::lincomb(m, inputs, weights, out),
-        }
+        // NEON is a baseline feature of its build, so the portable loops
+        // compile to vector code there.
+        dispatch!(self, lincomb(m, inputs, weights, out), [avx2, avx512, simd128],
+            else scalar::lincomb(m, inputs, weights, out))
     }
 
     /// `Σ_k a_k·x_k + b_k·y_k mod q` for residues below `q`: two dot
-    /// products of equal length, reduced once (the key holder's 1:N scores,
-    /// `matching::fused`).
+    /// products of equal length, reduced once (the key holder's 1:N scores).
     ///
     /// # Panics
     /// If the lengths differ.
@@ -518,20 +480,13 @@ impl Backend {
             a.len() == x.len() && b.len() == y.len() && a.len() == b.len(),
             "Backend::dot2: length mismatch"
         );
-        // The vector kernels sum four products per 64-bit lane.
-        #[cfg(target_arch = "x86_64")]
+        // The vector kernels sum four products per 64-bit lane. NEON is a
+        // baseline feature of its build, so the portable loop compiles to
+        // vector code there.
+        #[cfg(bm_avx)]
         let fits = m.value() < 1 << 30 && a.len() < 1 << 24;
-        match self.0 {
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 if fits => unsafe { avx2::dot2(m, a, x, b, y) },
-            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 if fits => unsafe { avx512::dot2(m, a, x, b, y) },
-            // NEON is a baseline feature of its build, so the portable loop
-            // compiles to vector code there.
-            _ => scalar::dot2(m, a, x, b, y),
-        }
+        dispatch!(self, dot2(m, a, x, b, y), [avx2, avx512] if fits,
+            else scalar::dot2(m, a, x, b, y))
     }
 
     /// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, summed in `f64` in
@@ -544,17 +499,8 @@ impl Backend {
             inputs.len() == coeffs.len() && inputs.iter().all(|x| x.len() >= out.len()),
             "Backend::round_weighted_sum: length mismatch"
         );
-        match self.0 {
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::round_weighted_sum(inputs, coeffs, out) },
-            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { avx512::round_weighted_sum(inputs, coeffs, out) },
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kind::Simd128 => simd128::round_weighted_sum(inputs, coeffs, out),
-            _ => scalar::round_weighted_sum(inputs, coeffs, out),
-        }
+        dispatch!(self, round_weighted_sum(inputs, coeffs, out), [avx2, avx512, simd128],
+            else scalar::round_weighted_sum(inputs, coeffs, out))
     }
 
     /// `out[x] = Σ_k floor(p_k) + round(Σ_k frac(p_k))` for
@@ -568,88 +514,8 @@ impl Backend {
             inputs.len() == thetas.len() && inputs.iter().all(|x| x.len() >= out.len()),
             "Backend::floor_frac_sum: length mismatch"
         );
-        match self.0 {
-            // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx2 => unsafe { avx2::floor_frac_sum(inputs, thetas, out) },
-            // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
-            #[cfg(target_arch = "x86_64")]
-            Kind::Avx512 => unsafe { avx512::floor_frac_sum(inputs, thetas, out) },
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            Kind::Simd128 => simd128::floor_frac_sum(inputs, thetas, out),
-            _ => scalar::floor_frac_sum(inputs, thetas, out),
-        }
-    }
-}
-
-/// Maps `f` over `items`, on every core where threads exist (rayon natively;
-/// in order on wasm32), with per-thread scratch made by `init` and handed to
-/// `f`. The first error wins.
-pub(crate) fn par_map_init<T, S, R, E, I, F>(items: &[T], init: I, f: F) -> Result<Vec<R>, E>
-where
-    T: Sync,
-    R: Send,
-    E: Send,
-    I: Fn() -> S + Sync + Send,
-    F: Fn(&mut S, &T) -> Result<R, E> + Sync + Send,
-{
-    cfg_if::cfg_if! {
-        if #[cfg(target_arch = "wasm32")] {
-            let mut scratch = init();
-            items.iter().map(|x| f(&mut scratch, x)).collect()
-        } else {
-            use rayon::prelude::*;
-            items.par_iter().map_init(init, |s, x| f(s, x)).collect()
-        }
-    }
-}
-
-/// `f(&items[i], &mut outs[i])` for every `i` (the slices have equal
-/// lengths), on every core where threads exist. The first error wins.
-pub(crate) fn par_zip_mut<T, O, E, F>(items: &[T], outs: &mut [O], f: F) -> Result<(), E>
-where
-    T: Sync,
-    O: Send,
-    E: Send,
-    F: Fn(&T, &mut O) -> Result<(), E> + Sync + Send,
-{
-    assert_eq!(items.len(), outs.len(), "par_zip_mut: length mismatch");
-    cfg_if::cfg_if! {
-        if #[cfg(target_arch = "wasm32")] {
-            items.iter().zip(outs.iter_mut()).try_for_each(|(x, o)| f(x, o))
-        } else {
-            use rayon::prelude::*;
-            items.par_iter().zip(outs.par_iter_mut()).try_for_each(|(x, o)| f(x, o))
-        }
-    }
-}
-
-/// Extra per-plan tables that SIMD backends want, built once with the plan.
-#[derive(Default)]
-pub(crate) struct BackendTables {
-    #[cfg(target_arch = "x86_64")]
-    pub avx2: avx2::Tables,
-    #[cfg(target_arch = "x86_64")]
-    pub avx512: avx512::Tables,
-    #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-    pub neon: neon::Tables,
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    pub simd128: simd128::Tables,
-}
-
-impl BackendTables {
-    #[allow(unused_variables)]
-    pub(crate) fn new(t: &NttTables) -> Self {
-        Self {
-            #[cfg(target_arch = "x86_64")]
-            avx2: avx2::Tables::new(t),
-            #[cfg(target_arch = "x86_64")]
-            avx512: avx512::Tables::new(t),
-            #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-            neon: neon::Tables::new(t),
-            #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-            simd128: simd128::Tables::new(t),
-        }
+        dispatch!(self, floor_frac_sum(inputs, thetas, out), [avx2, avx512, simd128],
+            else scalar::floor_frac_sum(inputs, thetas, out))
     }
 }
 

@@ -48,6 +48,7 @@ pub mod bfv;
 pub mod error;
 pub mod matching;
 pub mod ntt;
+pub(crate) mod parallel;
 pub mod transforms;
 
 pub use backend::Backend;

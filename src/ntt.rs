@@ -19,59 +19,10 @@
 //! reduced once, at the end. Inputs must be in `[0, q)`; outputs are in `[0, q)`.
 
 use crate::arith::primes::check_ntt_prime;
-use crate::arith::{primitive_root, Modulus, ShoupConstant};
-use crate::backend::{Backend, BackendTables};
+use crate::arith::{primitive_root, Modulus};
+use crate::backend::tables::NttTables;
+use crate::backend::Backend;
 use crate::error::ArithError;
-
-/// Precomputed twiddles for one `(n, q)`, in the layout the kernels read.
-///
-/// Index `k` in `1..n` of `fwd` holds `psi^brv(k)`; index `k` of `inv` holds
-/// `psi^-brv(k)` (index 0 is unused in both). Each has a Shoup companion array.
-/// The forward stage with `m` groups uses entries `m..2m`; the inverse stage
-/// with `h` groups uses entries `h..2h`.
-pub(crate) struct NttTables {
-    pub n: usize,
-    pub modulus: Modulus,
-    pub fwd: Vec<u32>,
-    pub fwd_shoup: Vec<u32>,
-    pub inv: Vec<u32>,
-    pub inv_shoup: Vec<u32>,
-    /// `n^-1 mod q`.
-    pub n_inv: ShoupConstant,
-    /// `n^-1 · psi^-brv(1) mod q`: the last inverse stage's twiddle with the
-    /// final scaling folded in.
-    pub n_inv_w: ShoupConstant,
-    /// Extra layouts wanted by SIMD backends.
-    pub simd: BackendTables,
-}
-
-/// The constants of the inverse transform's last layer: `n^-1·f` and
-/// `n^-1·f·psi^-brv(1)` for an output scale `f` (1 for a plain inverse).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct InvScale {
-    pub n_inv: ShoupConstant,
-    pub n_inv_w: ShoupConstant,
-}
-
-impl NttTables {
-    /// The last layer's constants for outputs multiplied by `factor`.
-    pub(crate) fn inv_scale(&self, factor: u32) -> InvScale {
-        let m = &self.modulus;
-        let f = m.reduce_u32(factor);
-        InvScale {
-            n_inv: m.shoup(m.mul(self.n_inv.value, f)),
-            n_inv_w: m.shoup(m.mul(self.n_inv_w.value, f)),
-        }
-    }
-
-    /// The plain inverse's constants.
-    pub(crate) fn inv_unscaled(&self) -> InvScale {
-        InvScale {
-            n_inv: self.n_inv,
-            n_inv_w: self.n_inv_w,
-        }
-    }
-}
 
 /// Reverses the low `bits` bits of `x`.
 pub fn bit_reverse(x: usize, bits: u32) -> usize {
@@ -124,24 +75,7 @@ impl NttPlan {
             p = modulus.mul(p, psi);
             pi = modulus.mul(pi, psi_inv);
         }
-        let shoup_of = |v: &[u32]| v.iter().map(|&w| modulus.shoup(w).shoup).collect();
-        let fwd_shoup = shoup_of(&fwd);
-        let inv_shoup = shoup_of(&inv);
-        let n_inv_value = modulus.inv(n as u32 % modulus.value());
-        let n_inv = modulus.shoup(n_inv_value);
-        let n_inv_w = modulus.shoup(modulus.mul(n_inv_value, inv[1]));
-        let mut tables = NttTables {
-            n,
-            modulus,
-            fwd,
-            fwd_shoup,
-            inv,
-            inv_shoup,
-            n_inv,
-            n_inv_w,
-            simd: BackendTables::default(),
-        };
-        tables.simd = BackendTables::new(&tables);
+        let tables = NttTables::new(modulus, fwd, inv);
         Ok(Self {
             tables,
             psi,
@@ -176,6 +110,7 @@ impl NttPlan {
     /// If `a.len() != n`.
     pub fn forward(&self, a: &mut [u32]) {
         assert_eq!(a.len(), self.tables.n, "NttPlan::forward: wrong length");
+        crate::transforms::record_forward();
         self.backend.forward(&self.tables, a);
     }
 
@@ -186,6 +121,7 @@ impl NttPlan {
     /// If `a.len() != n`.
     pub fn inverse(&self, a: &mut [u32]) {
         assert_eq!(a.len(), self.tables.n, "NttPlan::inverse: wrong length");
+        crate::transforms::record_inverse();
         self.backend
             .inverse(&self.tables, a, &self.tables.inv_unscaled());
     }
@@ -201,6 +137,7 @@ impl NttPlan {
             self.tables.n,
             "NttPlan::inverse_scaled: wrong length"
         );
+        crate::transforms::record_inverse();
         self.backend
             .inverse(&self.tables, a, &self.tables.inv_scale(factor));
     }

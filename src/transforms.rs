@@ -9,7 +9,8 @@
 //!
 //! Counting is compiled only into this crate's tests and into builds with
 //! the `count-transforms` feature (which adds `count` and `per_operation`);
-//! in every other build the kernels' hooks are empty and nothing is counted.
+//! in every other build the hooks in `NttPlan`'s transforms are empty and
+//! nothing is counted.
 
 /// Forward and inverse transforms (each over one prime) made by one
 /// operation.

@@ -30,8 +30,8 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
+use crate::backend::tables::{InvScale, NttTables};
 use crate::backend::{scalar, MONT_TERMS, STREAM_PREFETCH};
-use crate::ntt::{InvScale, NttTables};
 
 /// Smallest `n` these kernels handle: one 64-coefficient block (eight rows of
 /// eight) for the transposed stages. Smaller plans (none exist today) use the

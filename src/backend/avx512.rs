@@ -36,8 +36,8 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
+use crate::backend::tables::{InvScale, NttTables};
 use crate::backend::{scalar, MONT_TERMS, STREAM_PREFETCH};
-use crate::ntt::{InvScale, NttTables};
 
 /// Lanes per register.
 const W: usize = 16;

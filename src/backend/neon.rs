@@ -49,7 +49,7 @@ use core::arch::aarch64::*;
 
 use crate::arith::Modulus;
 use crate::backend::scalar;
-use crate::ntt::{InvScale, NttTables};
+use crate::backend::tables::{InvScale, NttTables};
 
 /// One twiddle table in centred Montgomery form, with its `q^-1` companions.
 #[derive(Default)]

@@ -2,7 +2,7 @@
 
 use crate::arith::csub;
 use crate::arith::{Modulus, ShoupConstant};
-use crate::ntt::{InvScale, NttTables};
+use crate::backend::tables::{InvScale, NttTables};
 
 /// Forward negacyclic NTT (Cooley–Tukey, Harvey lazy butterflies in `[0, 4q)`).
 pub(crate) fn forward(t: &NttTables, a: &mut [u32]) {
@@ -100,13 +100,7 @@ pub(crate) fn mul_acc<const MONT: bool, const SUB: bool>(
 
 /// The inputs' tails from `from` on: what a vector kernel leaves to the
 /// scalar one after its last whole register.
-#[cfg_attr(
-    not(any(
-        target_arch = "x86_64",
-        all(target_arch = "wasm32", target_feature = "simd128")
-    )),
-    allow(dead_code)
-)]
+#[cfg_attr(not(any(bm_avx, bm_simd128)), allow(dead_code))]
 pub(crate) fn tails<'a>(inputs: &[&'a [u32]], from: usize) -> Vec<&'a [u32]> {
     inputs.iter().map(|x| &x[from..]).collect()
 }
@@ -133,7 +127,7 @@ const F64_CHUNK: usize = 64;
 
 /// `lo + hi·2^32 mod q`: the vector `dot2` kernels' low and high halves,
 /// summed apart, put back together.
-#[cfg(target_arch = "x86_64")]
+#[cfg(bm_avx)]
 pub(crate) fn join_halves(m: &Modulus, lo: u64, hi: u64) -> u32 {
     m.add(
         m.reduce_u64(lo),
@@ -219,10 +213,14 @@ pub(crate) fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut [u32])
     }
 }
 
+/// Centred binomial parameter: the error is `popcount(k bits) - popcount(k
+/// bits)` with variance `k/2`. `k = 21` gives sigma = 3.24, the standard's 3.2.
+pub const CBD_K: u32 = 21;
+
 /// The three errors of the 128 bits `hi:lo`.
 #[inline(always)]
 pub(crate) fn cbd_triple(lo: u64, hi: u64) -> [i8; 3] {
-    const K: u32 = crate::bfv::sample::CBD_K;
+    const K: u32 = CBD_K;
     // popcount(a) - popcount(b) = popcount(a) + popcount(!b) - K for K-bit a
     // and b: one popcount of the 2K-bit field with its b half inverted.
     const FIELD: u64 = (1 << (2 * K)) - 1;

@@ -24,7 +24,7 @@ use core::arch::wasm32::*;
 
 use crate::arith::Modulus;
 use crate::backend::scalar;
-use crate::ntt::{InvScale, NttTables};
+use crate::backend::tables::{InvScale, NttTables};
 
 /// Per-plan tables in the layout these kernels read.
 #[derive(Default)]

@@ -6,9 +6,7 @@ use zeroize::Zeroize;
 use super::rng::Prng;
 use crate::arith::Modulus;
 
-/// Centred binomial parameter: the error is `popcount(k bits) - popcount(k
-/// bits)` with variance `k/2`. `k = 21` gives sigma = 3.24, the standard's 3.2.
-pub const CBD_K: u32 = 21;
+pub use crate::backend::scalar::CBD_K;
 
 /// Fills `out` with uniform ternary values in {-1, 0, 1}: five per random
 /// byte below 3^5 = 243 (bytes from 243 up are discarded, so each value is

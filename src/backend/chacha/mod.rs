@@ -1,4 +1,5 @@
-//! ChaCha20 keystream blocks for [`crate::bfv::Prng`], several at a time.
+//! ChaCha20 keystream blocks for the crate's seeded generator, several at a
+//! time.
 //!
 //! The stream is RFC 7539's block function with the original (Bernstein)
 //! state layout that `rand_chacha`'s `ChaCha20Rng` uses, so seeded streams,
@@ -28,21 +29,21 @@
 //! The kernel follows the [`Backend`] the generator was made with, so the
 //! only CPU check is the one behind that value.
 
-use crate::backend::{Backend, Kind};
+use crate::backend::Backend;
 
 mod rounds;
 pub(crate) mod scalar;
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(bm_avx)]
 mod avx2;
 
-#[cfg(target_arch = "x86_64")]
+#[cfg(bm_avx)]
 mod avx512;
 
-#[cfg(all(target_arch = "aarch64", feature = "neon"))]
+#[cfg(bm_neon)]
 mod neon;
 
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+#[cfg(bm_simd128)]
 mod simd128;
 
 /// 32-bit words in one ChaCha block (64 bytes).
@@ -61,11 +62,7 @@ pub(crate) const SIGMA: [u32; 4] = [0x6170_7865, 0x3320_646e, 0x7962_2d32, 0x6b2
 /// wrapping at 2^64 like the scalar kernel (computed here, outside the
 /// vector code, so no kernel needs a 64-bit lane add with carry). Only the
 /// vector kernels use it.
-#[cfg(any(
-    target_arch = "x86_64",
-    all(target_arch = "aarch64", feature = "neon"),
-    all(target_arch = "wasm32", target_feature = "simd128")
-))]
+#[cfg(any(bm_avx, bm_neon, bm_simd128))]
 #[inline]
 pub(crate) fn block_counters<const L: usize>(counter: u64) -> ([u32; L], [u32; L]) {
     let mut lo = [0u32; L];
@@ -81,21 +78,7 @@ pub(crate) fn block_counters<const L: usize>(counter: u64) -> ([u32; L], [u32; L
 /// Fills `out` with blocks `counter .. counter + BUF_BLOCKS` of the stream
 /// keyed by `key`, with `backend`'s kernel. Every kernel gives the same words.
 pub(crate) fn blocks(backend: Backend, key: &[u32; 8], counter: u64, out: &mut [u32; BUF_WORDS]) {
-    match backend.0 {
-        Kind::Scalar => scalar::blocks(key, counter, out),
-        // SAFETY: Kind::Avx2 is only constructed after avx2_detected().
-        #[cfg(target_arch = "x86_64")]
-        Kind::Avx2 => unsafe { avx2::blocks(key, counter, out) },
-        // SAFETY: Kind::Avx512 is only constructed after avx512_detected().
-        #[cfg(target_arch = "x86_64")]
-        Kind::Avx512 => unsafe { avx512::blocks(key, counter, out) },
-        // SAFETY: NEON is part of the aarch64 baseline.
-        #[cfg(all(target_arch = "aarch64", feature = "neon"))]
-        Kind::Neon => unsafe { neon::blocks(key, counter, out) },
-        // simd128 is enabled for the whole build (compile-time cfg).
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        Kind::Simd128 => simd128::blocks(key, counter, out),
-    }
+    dispatch!(backend, blocks(key, counter, out))
 }
 
 #[cfg(test)]
