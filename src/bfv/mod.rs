@@ -17,7 +17,7 @@ pub mod poly;
 mod rng;
 pub mod sample;
 mod scaling;
-mod serialize;
+pub(crate) mod serialize;
 
 pub use ciphertext::Ciphertext;
 pub(crate) use encoding::centred;
