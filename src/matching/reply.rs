@@ -140,7 +140,7 @@ impl ScoreReply {
         }
         let plans = &params.plans_q()[..ct.limbs()];
         let scale = ToPowerOfTwo::new(plans.iter().map(|p| *p.modulus()).collect());
-        let [c0, c1] = [0, 1].map(|i| ct.polys[i].clone().into_coeff(plans));
+        let [c0, c1] = [0, 1].map(|k| ct.coeff_poly(k));
         // c0 only at the score positions: those residues, limb by limb.
         let per = templates_per_ciphertext(params, dim);
         let rows0: Vec<Vec<u32>> = (0..c0.limbs())
@@ -196,13 +196,13 @@ impl ScoreReply {
         // s_i = -1 (`ng`). Then s_i · z = ((z & nz) ^ ng) + (1 if s_i = -1):
         // two bit operations per term, which vectorize without a multiply.
         let mut nz: Vec<u32> = sk
-            .coeffs
+            .ternary_coeffs()
             .iter()
             .rev()
             .map(|&c| 0u32.wrapping_sub((c != 0) as u32))
             .collect();
         let mut ng: Vec<u32> = sk
-            .coeffs
+            .ternary_coeffs()
             .iter()
             .rev()
             .map(|&c| 0u32.wrapping_sub((c < 0) as u32))
