@@ -7,11 +7,56 @@
 //! flags from the first input byte); and, when that is refused only for its
 //! length, once more cut or cycled to exactly the length the decoder asked
 //! for, which reaches the residue checks and the seed expansion.
+//!
+//! Every target is [`round_trip`] over one [`Wire`] type.
 
 use std::sync::OnceLock;
 
-use blindmatch::bfv::{ObjectKind, Params, FORMAT_MAGIC, FORMAT_VERSION};
+use blindmatch::bfv::{
+    Ciphertext, GaloisKeys, ObjectKind, Params, Plaintext, PublicKey, RelinKey, SecretKey,
+    FORMAT_MAGIC, FORMAT_VERSION,
+};
 use blindmatch::error::FormatError;
+use blindmatch::matching::ScoreReply;
+
+/// A type with a loader to fuzz: its kind byte and its public `from_bytes`
+/// / `to_bytes`.
+pub trait Wire: Sized {
+    /// The header's kind byte.
+    const KIND: ObjectKind;
+    /// The type's `from_bytes`.
+    fn load(params: &Params, bytes: &[u8]) -> Result<Self, FormatError>;
+    /// The type's `to_bytes`.
+    fn store(&self) -> Vec<u8>;
+}
+
+macro_rules! wire {
+    ($($ty:ident),* $(,)?) => {
+        $(impl Wire for $ty {
+            const KIND: ObjectKind = ObjectKind::$ty;
+            fn load(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
+                $ty::from_bytes(params, bytes)
+            }
+            fn store(&self) -> Vec<u8> {
+                self.to_bytes()
+            }
+        })*
+    };
+}
+
+wire!(SecretKey, PublicKey, RelinKey, GaloisKeys, Plaintext, Ciphertext, ScoreReply);
+
+/// Fuzzes `T`'s loader through [`drive`]: whatever loads re-encodes to the
+/// same bytes, and `check` sees each input that loaded with its object, for
+/// what a target checks beyond that.
+pub fn round_trip<T: Wire>(data: &[u8], check: impl Fn(&[u8], &T)) {
+    drive(T::KIND, data, |bytes| {
+        let x = T::load(params(), bytes)?;
+        assert_eq!(x.store(), bytes);
+        check(bytes, &x);
+        Ok(())
+    });
+}
 
 /// The auth4096 parameters, built once.
 pub fn params() -> &'static Params {

@@ -1,7 +1,7 @@
 //! Ciphertexts: two or three RNS polynomials in NTT form.
 
 use super::params::Params;
-use super::poly::{Ntt, RnsPoly};
+use super::poly::{Coeff, Ntt, RnsPoly};
 
 /// A BFV ciphertext `(c0, c1[, c2])` in NTT form over the first `limbs()`
 /// primes of Q.
@@ -71,6 +71,17 @@ impl Ciphertext {
 
     pub(crate) fn polys(&self) -> &[RnsPoly<Ntt>] {
         &self.polys
+    }
+
+    /// The residues of polynomial `k` mod prime `i`, in NTT form.
+    pub(crate) fn residues(&self, k: usize, i: usize) -> &[u32] {
+        self.polys[k].limb(i)
+    }
+
+    /// Polynomial `k` in coefficient form (one inverse transform per limb).
+    pub(crate) fn coeff_poly(&self, k: usize) -> RnsPoly<Coeff> {
+        let plans = &self.params.plans_q()[..self.limbs()];
+        self.polys[k].clone().into_coeff(plans)
     }
 
     /// Whether every polynomial past `c0` is zero (a "transparent" ciphertext

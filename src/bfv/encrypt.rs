@@ -236,7 +236,7 @@ fn encrypt_pk(
 /// domain (as verification does) adds the first terms there, saving their
 /// transforms.
 pub(crate) struct PkEncryptionParts {
-    pub coeff: [RnsPoly<Coeff>; 2],
+    coeff: [RnsPoly<Coeff>; 2],
     u: RnsPoly<NttMont>,
 }
 
@@ -255,14 +255,17 @@ impl PkEncryptionParts {
         PkEncryptionParts { coeff: [e1, e2], u }
     }
 
-    /// `c0 += p0·u`, `c1 += p1·u` (NTT form, at the level of `u`).
-    pub(crate) fn add_key_terms(
-        &self,
-        pk: &PublicKey,
-        c0: &mut RnsPoly<Ntt>,
-        c1: &mut RnsPoly<Ntt>,
-    ) {
-        add_key_terms(pk, &self.u, c0, c1);
+    /// The coefficient-domain terms `(e1 + Δ·pt, e2)`.
+    pub(crate) fn coeff_terms(&self) -> &[RnsPoly<Coeff>; 2] {
+        &self.coeff
+    }
+
+    /// `c0 += p0·u`, `c1 += p1·u` on a size-2 ciphertext in NTT form at the
+    /// level of `u`: with [`Self::coeff_terms`] added before its last
+    /// transforms, it is then the sum with this encryption.
+    pub(crate) fn add_key_terms(&self, pk: &PublicKey, ct: &mut Ciphertext) {
+        let (c0, rest) = ct.polys.split_at_mut(1);
+        add_key_terms(pk, &self.u, &mut c0[0], &mut rest[0]);
     }
 }
 

@@ -69,6 +69,17 @@ impl SecretKey {
         &self.params
     }
 
+    /// Limb `i` (mod q_i) of s in NTT and Montgomery form: a product with
+    /// it is one Montgomery multiplication.
+    pub(crate) fn ntt_mont_limb(&self, i: usize) -> &[u32] {
+        self.s.limb(i)
+    }
+
+    /// s as signed coefficients in {-1, 0, 1}.
+    pub(crate) fn ternary_coeffs(&self) -> &[i8] {
+        &self.coeffs
+    }
+
     /// s over Q·P (NTT and Montgomery form), for key-switching keys: the
     /// kept limbs plus one transform for P. The caller zeroizes it.
     pub(crate) fn s_qp(&self) -> RnsPoly<NttMont> {

@@ -17,7 +17,8 @@ pub mod poly;
 mod rng;
 pub mod sample;
 mod scaling;
-mod serialize;
+mod scaling_pow2;
+pub(crate) mod serialize;
 
 pub use ciphertext::Ciphertext;
 pub(crate) use encoding::centred;
@@ -30,4 +31,5 @@ pub use params::{Params, ParamsBuilder};
 pub use plaintext::Plaintext;
 pub use rng::{os_seed, Prng};
 pub(crate) use scaling::round_residue_rows_to_t;
+pub(crate) use scaling_pow2::ToPowerOfTwo;
 pub use serialize::{ObjectKind, FORMAT_MAGIC, FORMAT_VERSION, HEADER_LEN};

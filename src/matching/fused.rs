@@ -138,7 +138,7 @@ impl FusedScorer {
             let (p0, p1) = p[2 * n * i..2 * n * (i + 1)].split_at_mut(n);
             let pk = probe.limb(i);
             // The key is held as s·2^32: one Montgomery product gives p·s.
-            let s = sk.s.limb(i);
+            let s = sk.ntt_mont_limb(i);
             for k in 0..n {
                 let x = m.reduce_u32(pk[k]);
                 p0[k] = m.mul(x, t.w[k]);
@@ -153,12 +153,11 @@ impl FusedScorer {
     /// `ct` is at this scorer's level.
     pub(crate) fn score_residues(&self, ct: &Ciphertext, probe: &FusedProbe, rows: &mut [u32]) {
         let n = self.dim * self.blocks;
-        let (g0, g1) = (&ct.polys()[0], &ct.polys()[1]);
         let mut sums = vec![0u32; self.blocks];
         for (i, (t, plan)) in self.limbs.iter().zip(ct.params().plans_q()).enumerate() {
             let pp = &probe.p[2 * n * i..2 * n * (i + 1)];
             let (p0, p1) = pp.split_at(n);
-            let (a, b) = (g0.limb(i), g1.limb(i));
+            let (a, b) = (ct.residues(0, i), ct.residues(1, i));
             let (m, backend) = (plan.modulus(), plan.backend());
             for (blk, s) in sums.iter_mut().enumerate() {
                 let r = blk * self.dim..(blk + 1) * self.dim;
@@ -227,7 +226,7 @@ mod tests {
                 // switched-down gallery ciphertexts hold them.
                 for (i, plan) in params.plans_q()[..level].iter().enumerate() {
                     let q = plan.modulus().value();
-                    assert!(ct.polys().iter().all(|p| p.limb(i).iter().all(|&x| x < q)));
+                    assert!((0..ct.size()).all(|k| ct.residues(k, i).iter().all(|&x| x < q)));
                 }
                 let fp = f.prepare(&params, &probe, &sk);
                 assert_eq!(format!("{fp:?}"), "FusedProbe { .. }");

@@ -245,9 +245,10 @@ impl Gallery {
         self.cts.len() * 2 * self.stored_limbs * self.params.degree() * 4
     }
 
-    /// The stored ciphertexts, in order (for `blindmatch-server bench`).
-    #[cfg(feature = "server")]
-    pub(crate) fn stored(&self) -> &[Ciphertext] {
+    /// The stored ciphertexts, in order, each at [`Self::stored_limbs`]
+    /// primes (what `blindmatch-server bench` reads to time a pass over the
+    /// gallery's memory).
+    pub fn stored(&self) -> &[Ciphertext] {
         &self.cts
     }
 }

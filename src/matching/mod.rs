@@ -15,6 +15,7 @@ mod identify;
 pub mod pack;
 mod quantize;
 mod reply;
+mod reply_wire;
 mod verify;
 
 pub use client::Scores;

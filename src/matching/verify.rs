@@ -134,10 +134,9 @@ impl Verifier {
             probe,
             rk,
             self.reply_limbs,
-            Some(&fresh.coeff),
+            Some(fresh.coeff_terms()),
         )?;
-        let (c0, rest) = reply.polys.split_at_mut(1);
-        fresh.add_key_terms(user_pk, &mut c0[0], &mut rest[0]);
+        fresh.add_key_terms(user_pk, &mut reply);
         Ok(reply)
     }
 

@@ -7,11 +7,41 @@ use std::rc::Rc;
 use js_sys::{BigInt64Array, Int32Array, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 
-use super::{bytes_in, bytes_out, err, ints_in, u32s_in, uint_in};
+use super::{err, ints_in, u32s_in, uint_in, wire_in, wire_out, Check};
 use crate::bfv::{
     BatchEncoder, Ciphertext, CoefficientEncoder, Evaluator, GaloisKeys, Params, Plaintext, Prng,
     PublicKey, RelinKey, SecretKey,
 };
+
+/// `fromBytes` and `toBytes` of a class whose `inner` holds the wire object
+/// `$ty`: one generic load ([`wire_in`]) and store ([`wire_out`]) for every
+/// kind. `$wrap` makes the class from the object; the doc comments are the
+/// class's own.
+macro_rules! wire_methods {
+    ($js:ident, $ty:ident, $class:tt, $wrap:expr,
+        from: $(#[doc = $from:tt])*
+        to: $(#[doc = $to:tt])*
+    ) => {
+        #[wasm_bindgen(js_class = $class)]
+        impl $js {
+            $(#[doc = $from])*
+            #[wasm_bindgen(js_name = fromBytes)]
+            pub fn from_bytes(
+                params: &JsParams,
+                #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &JsValue,
+            ) -> Result<$js, JsError> {
+                const C: &str = concat!($class, ".fromBytes");
+                wire_in::<$ty>(C, "bytes", &params.inner, bytes, Check::Format).map($wrap)
+            }
+
+            $(#[doc = $to])*
+            #[wasm_bindgen(js_name = toBytes)]
+            pub fn to_bytes(&self) -> Uint8Array {
+                wire_out::<$ty>(&self.inner)
+            }
+        }
+    };
+}
 
 /// Most rotation steps per `galoisKeys` call (each key is large).
 const MAX_GALOIS_STEPS: usize = 64;
@@ -137,29 +167,16 @@ impl JsPlaintext {
         Ok(JsPlaintext { inner })
     }
 
-    /// Loads a plaintext from its wire bytes.
-    #[wasm_bindgen(js_name = fromBytes)]
-    pub fn from_bytes(
-        params: &JsParams,
-        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &JsValue,
-    ) -> Result<JsPlaintext, JsError> {
-        const C: &str = "Plaintext.fromBytes";
-        let b = bytes_in(C, "bytes", bytes)?;
-        let inner = Plaintext::from_bytes(&params.inner, &b).map_err(|e| err(C, e))?;
-        Ok(JsPlaintext { inner })
-    }
-
-    /// The wire bytes.
-    #[wasm_bindgen(js_name = toBytes)]
-    pub fn to_bytes(&self) -> Uint8Array {
-        bytes_out(&self.inner.to_bytes())
-    }
-
     /// All n coefficients, in `[0, t)`.
     pub fn coefficients(&self) -> Uint32Array {
         Uint32Array::from(self.inner.coeffs())
     }
 }
+
+wire_methods!(JsPlaintext, Plaintext, "Plaintext", |inner| JsPlaintext { inner },
+    from: /// Loads a plaintext from its wire bytes.
+    to: /// The wire bytes.
+);
 
 /// A ciphertext of size 2 (fresh) or 3 (after `multiply`), in wasm memory.
 #[wasm_bindgen(js_name = Ciphertext)]
@@ -170,18 +187,6 @@ pub struct JsCiphertext {
 
 #[wasm_bindgen(js_class = Ciphertext)]
 impl JsCiphertext {
-    /// Loads a ciphertext from its wire bytes (a seeded `c1` is expanded).
-    #[wasm_bindgen(js_name = fromBytes)]
-    pub fn from_bytes(
-        params: &JsParams,
-        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &JsValue,
-    ) -> Result<JsCiphertext, JsError> {
-        const C: &str = "Ciphertext.fromBytes";
-        let b = bytes_in(C, "bytes", bytes)?;
-        let inner = Ciphertext::from_bytes(&params.inner, &b).map_err(|e| err(C, e))?;
-        Ok(JsCiphertext { inner })
-    }
-
     /// As `fromBytes`, and also refuses a transparent ciphertext (one that
     /// anyone can read). Use this for ciphertexts received from others.
     #[wasm_bindgen(js_name = fromBytesUntrusted)]
@@ -190,15 +195,8 @@ impl JsCiphertext {
         #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &JsValue,
     ) -> Result<JsCiphertext, JsError> {
         const C: &str = "Ciphertext.fromBytesUntrusted";
-        let b = bytes_in(C, "bytes", bytes)?;
-        let inner = Ciphertext::from_bytes_untrusted(&params.inner, &b).map_err(|e| err(C, e))?;
+        let inner = wire_in(C, "bytes", &params.inner, bytes, Check::Untrusted)?;
         Ok(JsCiphertext { inner })
-    }
-
-    /// The wire bytes (compact seeded form for a fresh secret-key encryption).
-    #[wasm_bindgen(js_name = toBytes)]
-    pub fn to_bytes(&self) -> Uint8Array {
-        bytes_out(&self.inner.to_bytes())
     }
 
     /// Number of polynomials: 2, or 3 after `multiply`.
@@ -220,6 +218,11 @@ impl JsCiphertext {
     }
 }
 
+wire_methods!(JsCiphertext, Ciphertext, "Ciphertext", |inner| JsCiphertext { inner },
+    from: /// Loads a ciphertext from its wire bytes (a seeded `c1` is expanded).
+    to: /// The wire bytes (compact seeded form for a fresh secret-key encryption).
+);
+
 /// A ternary secret key, in wasm memory and zeroized when freed (by `free()`
 /// or by the garbage collector, once every object sharing it is gone).
 #[wasm_bindgen(js_name = SecretKey)]
@@ -234,31 +237,6 @@ impl JsSecretKey {
     pub fn generate(params: &JsParams) -> Result<JsSecretKey, JsError> {
         let sk = SecretKey::generate(&params.inner).map_err(|e| err("SecretKey.generate", e))?;
         Ok(JsSecretKey { inner: Rc::new(sk) })
-    }
-
-    /// Loads a key exported by `toBytes()`.
-    #[wasm_bindgen(js_name = fromBytes)]
-    pub fn from_bytes(
-        params: &JsParams,
-        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &JsValue,
-    ) -> Result<JsSecretKey, JsError> {
-        const C: &str = "SecretKey.fromBytes";
-        let mut b = bytes_in(C, "bytes", bytes)?;
-        let r = SecretKey::from_bytes(&params.inner, &b);
-        zeroize::Zeroize::zeroize(&mut b);
-        Ok(JsSecretKey {
-            inner: Rc::new(r.map_err(|e| err(C, e))?),
-        })
-    }
-
-    /// The key's bytes, for its owner's own storage. Secret: never send it
-    /// anywhere; overwrite the array (`fill(0)`) when done.
-    #[wasm_bindgen(js_name = toBytes)]
-    pub fn to_bytes(&self) -> Uint8Array {
-        let mut b = self.inner.to_bytes();
-        let out = bytes_out(&b);
-        zeroize::Zeroize::zeroize(&mut b);
-        out
     }
 
     /// A fresh public key for this secret key.
@@ -326,6 +304,12 @@ impl JsSecretKey {
     }
 }
 
+wire_methods!(JsSecretKey, SecretKey, "SecretKey", |sk| JsSecretKey { inner: Rc::new(sk) },
+    from: /// Loads a key exported by `toBytes()`.
+    to: /// The key's bytes, for its owner's own storage. Secret: never send it
+        /// anywhere; overwrite the array (`fill(0)`) when done.
+);
+
 #[doc(hidden)]
 impl JsSecretKey {
     /// Test-only (known-answer vectors): encryption from a given generator.
@@ -348,24 +332,6 @@ pub struct JsPublicKey {
 
 #[wasm_bindgen(js_class = PublicKey)]
 impl JsPublicKey {
-    /// Loads a public key from its wire bytes.
-    #[wasm_bindgen(js_name = fromBytes)]
-    pub fn from_bytes(
-        params: &JsParams,
-        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &JsValue,
-    ) -> Result<JsPublicKey, JsError> {
-        const C: &str = "PublicKey.fromBytes";
-        let b = bytes_in(C, "bytes", bytes)?;
-        let inner = PublicKey::from_bytes(&params.inner, &b).map_err(|e| err(C, e))?;
-        Ok(JsPublicKey { inner })
-    }
-
-    /// The wire bytes (seeded form when the key has its seed).
-    #[wasm_bindgen(js_name = toBytes)]
-    pub fn to_bytes(&self) -> Uint8Array {
-        bytes_out(&self.inner.to_bytes())
-    }
-
     /// Encrypts a plaintext (never seeded: two full polynomials).
     pub fn encrypt(&self, plaintext: &JsPlaintext) -> Result<JsCiphertext, JsError> {
         let ct = self
@@ -375,6 +341,11 @@ impl JsPublicKey {
         Ok(JsCiphertext { inner: ct })
     }
 }
+
+wire_methods!(JsPublicKey, PublicKey, "PublicKey", |inner| JsPublicKey { inner },
+    from: /// Loads a public key from its wire bytes.
+    to: /// The wire bytes (seeded form when the key has its seed).
+);
 
 #[doc(hidden)]
 impl JsPublicKey {
@@ -396,26 +367,10 @@ pub struct JsRelinKey {
     pub(crate) inner: RelinKey,
 }
 
-#[wasm_bindgen(js_class = RelinKey)]
-impl JsRelinKey {
-    /// Loads a relinearization key from its wire bytes.
-    #[wasm_bindgen(js_name = fromBytes)]
-    pub fn from_bytes(
-        params: &JsParams,
-        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &JsValue,
-    ) -> Result<JsRelinKey, JsError> {
-        const C: &str = "RelinKey.fromBytes";
-        let b = bytes_in(C, "bytes", bytes)?;
-        let inner = RelinKey::from_bytes(&params.inner, &b).map_err(|e| err(C, e))?;
-        Ok(JsRelinKey { inner })
-    }
-
-    /// The wire bytes.
-    #[wasm_bindgen(js_name = toBytes)]
-    pub fn to_bytes(&self) -> Uint8Array {
-        bytes_out(&self.inner.to_bytes())
-    }
-}
+wire_methods!(JsRelinKey, RelinKey, "RelinKey", |inner| JsRelinKey { inner },
+    from: /// Loads a relinearization key from its wire bytes.
+    to: /// The wire bytes.
+);
 
 /// Galois keys (slot rotations).
 #[wasm_bindgen(js_name = GaloisKeys)]
@@ -424,26 +379,10 @@ pub struct JsGaloisKeys {
     pub(crate) inner: GaloisKeys,
 }
 
-#[wasm_bindgen(js_class = GaloisKeys)]
-impl JsGaloisKeys {
-    /// Loads Galois keys from their wire bytes.
-    #[wasm_bindgen(js_name = fromBytes)]
-    pub fn from_bytes(
-        params: &JsParams,
-        #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &JsValue,
-    ) -> Result<JsGaloisKeys, JsError> {
-        const C: &str = "GaloisKeys.fromBytes";
-        let b = bytes_in(C, "bytes", bytes)?;
-        let inner = GaloisKeys::from_bytes(&params.inner, &b).map_err(|e| err(C, e))?;
-        Ok(JsGaloisKeys { inner })
-    }
-
-    /// The wire bytes.
-    #[wasm_bindgen(js_name = toBytes)]
-    pub fn to_bytes(&self) -> Uint8Array {
-        bytes_out(&self.inner.to_bytes())
-    }
-}
+wire_methods!(JsGaloisKeys, GaloisKeys, "GaloisKeys", |inner| JsGaloisKeys { inner },
+    from: /// Loads Galois keys from their wire bytes.
+    to: /// The wire bytes.
+);
 
 /// Slot encoding: n integers in `(-t, t)` as two rows of n/2 slots;
 /// products act slot by slot. Needs parameters with batching.

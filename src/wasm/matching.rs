@@ -10,7 +10,8 @@ use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use super::bfv::{JsParams, JsPublicKey, JsSecretKey};
-use super::{array_in, bytes_in, bytes_out, err, f32_in, uint_in};
+use super::{array_in, bytes_in, decode, err, f32_in, uint_in, wire_in, wire_out, Check};
+use crate::bfv::serialize::WireObject;
 use crate::bfv::{Ciphertext, Params, Prng, PublicKey, RelinKey, SecretKey};
 use crate::matching::{client, pack, Quantizer, Verifier};
 
@@ -112,10 +113,8 @@ impl JsKeys {
         #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &JsValue,
     ) -> Result<JsKeys, JsError> {
         const C: &str = "Keys.fromSecretKey";
-        let mut b = bytes_in(C, "secret key", bytes)?;
-        let sk = SecretKey::from_bytes(&params.inner, &b);
-        zeroize::Zeroize::zeroize(&mut b);
-        Self::with_secret(C, sk.map_err(|e| err(C, e))?)
+        let sk = wire_in(C, "secret key", &params.inner, bytes, Check::Format)?;
+        Self::with_secret(C, sk)
     }
 
     /// The parameters.
@@ -131,10 +130,7 @@ impl JsKeys {
     /// overwrite the array (`fill(0)`) when done.
     #[wasm_bindgen(js_name = exportSecretKey)]
     pub fn export_secret_key(&self) -> Uint8Array {
-        JsSecretKey {
-            inner: self.sk.clone(),
-        }
-        .to_bytes()
+        wire_out::<SecretKey>(&self.sk)
     }
 
     /// The secret key as a `SecretKey` object (shared, not copied) for the
@@ -149,7 +145,7 @@ impl JsKeys {
     /// The public key's bytes, to upload (about 44 KB at auth4096).
     #[wasm_bindgen(js_name = publicKey)]
     pub fn public_key(&self) -> Uint8Array {
-        bytes_out(&self.pk.to_bytes())
+        wire_out(&self.pk)
     }
 
     /// The public key as a `PublicKey` object.
@@ -168,7 +164,7 @@ impl JsKeys {
         if rk.is_none() {
             *rk = Some(RelinKey::new(&self.sk).map_err(|e| err("Keys.relinKey", e))?);
         }
-        Ok(bytes_out(&rk.as_ref().expect("just set").to_bytes()))
+        Ok(wire_out(rk.as_ref().expect("just set")))
     }
 
     /// Encrypts up to n/dim embeddings (an `Array` of `Float32Array`s of
@@ -184,7 +180,7 @@ impl JsKeys {
         let e = embeddings_in(C, &self.params, &q, embeddings)?;
         let ct = client::encrypt_templates(&self.sk, &q, &as_slices(&e), &mut rng(C)?)
             .map_err(|e| err(C, e))?;
-        Ok(bytes_out(&ct.to_bytes()))
+        Ok(wire_out(&ct))
     }
 
     /// Encrypts a login probe (a `Float32Array` of length `dim`).
@@ -198,7 +194,7 @@ impl JsKeys {
         let q = quantizer(C, &self.params, dim)?;
         let e = f32_in(C, "embedding", embedding, q.dim())?;
         let ct = client::encrypt_probe(&self.sk, &q, &e, &mut rng(C)?).map_err(|e| err(C, e))?;
-        Ok(bytes_out(&ct.to_bytes()))
+        Ok(wire_out(&ct))
     }
 
     /// Decrypts a verification reply and reads the first `count` scores
@@ -269,8 +265,7 @@ impl JsPublicKeyEncryptor {
         #[wasm_bindgen(unchecked_param_type = "Uint8Array")] bytes: &JsValue,
     ) -> Result<JsPublicKeyEncryptor, JsError> {
         const C: &str = "PublicKeyEncryptor.fromPublicKey";
-        let b = bytes_in(C, "public key", bytes)?;
-        let pk = PublicKey::from_bytes(&params.inner, &b).map_err(|e| err(C, e))?;
+        let pk = wire_in(C, "public key", &params.inner, bytes, Check::Format)?;
         Ok(JsPublicKeyEncryptor {
             params: params.inner.clone(),
             pk,
@@ -290,7 +285,7 @@ impl JsPublicKeyEncryptor {
         let e = embeddings_in(C, &self.params, &q, embeddings)?;
         let ct = client::encrypt_templates_public(&self.pk, &q, &as_slices(&e), &mut rng(C)?)
             .map_err(|e| err(C, e))?;
-        Ok(bytes_out(&ct.to_bytes()))
+        Ok(wire_out(&ct))
     }
 
     /// Encrypts a 1:N probe (a `Float32Array` of length `dim`) under the
@@ -308,7 +303,7 @@ impl JsPublicKeyEncryptor {
         let e = f32_in(C, "embedding", embedding, q.dim())?;
         let ct =
             client::encrypt_probe_public(&self.pk, &q, &e, &mut rng(C)?).map_err(|e| err(C, e))?;
-        Ok(bytes_out(&ct.to_bytes()))
+        Ok(wire_out(&ct))
     }
 }
 
@@ -351,33 +346,27 @@ impl JsVerifier {
     ) -> Result<Uint8Array, JsError> {
         const C: &str = "Verifier.verify";
         let p = &self.params;
-        let t = Ciphertext::from_bytes_untrusted(p, &bytes_in(C, "template", template)?)
-            .map_err(|e| err(&format!("{C}: template"), e))?;
-        let pr = Ciphertext::from_bytes_untrusted(p, &bytes_in(C, "probe", probe)?)
-            .map_err(|e| err(&format!("{C}: probe"), e))?;
-        let pk = PublicKey::from_bytes(p, &bytes_in(C, "publicKey", public_key)?)
-            .map_err(|e| err(&format!("{C}: publicKey"), e))?;
-        let rk = if relin_key.is_undefined() || relin_key.is_null() {
+        // Every decoding error names its argument.
+        fn arg<T: WireObject>(p: &Params, what: &str, v: &JsValue) -> Result<T, JsError> {
+            decode(p, bytes_in(C, what, v)?, Check::Untrusted)
+                .map_err(|e| err(&format!("{C}: {what}"), e))
+        }
+        let t: Ciphertext = arg(p, "template", template)?;
+        let pr: Ciphertext = arg(p, "probe", probe)?;
+        let pk: PublicKey = arg(p, "publicKey", public_key)?;
+        let rk: Option<RelinKey> = if relin_key.is_undefined() || relin_key.is_null() {
             None
         } else {
-            Some(
-                RelinKey::from_bytes(p, &bytes_in(C, "relinKey", relin_key)?)
-                    .map_err(|e| err(&format!("{C}: relinKey"), e))?,
-            )
+            Some(arg(p, "relinKey", relin_key)?)
         };
         let reply = self
             .inner
             .verify(&t, &pr, &pk, rk.as_ref())
             .map_err(|e| err(C, e))?;
         // Relinearized, the reply goes out in its compact form.
-        let bytes = match rk {
-            Some(_) => self
-                .inner
-                .compact(&reply)
-                .map_err(|e| err(C, e))?
-                .to_bytes(),
-            None => reply.to_bytes(),
-        };
-        Ok(bytes_out(&bytes))
+        Ok(match rk {
+            Some(_) => wire_out(&self.inner.compact(&reply).map_err(|e| err(C, e))?),
+            None => wire_out(&reply),
+        })
     }
 }

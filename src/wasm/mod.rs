@@ -37,6 +37,11 @@ pub use self::ntt::{ntt_primes, JsNttPlan};
 use js_sys::{Float32Array, Int32Array, Reflect, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
+use zeroize::Zeroize;
+
+use crate::bfv::serialize::WireObject;
+use crate::bfv::Params;
+use crate::error::FormatError;
 
 /// The largest byte input accepted (64 MiB): far above any object of the
 /// supported parameters, far below what would exhaust wasm memory.
@@ -92,6 +97,53 @@ pub(crate) fn bytes_in(context: &str, what: &str, v: &JsValue) -> Result<Vec<u8>
 /// A `Uint8Array` copy of `bytes` (owned by the JS heap).
 pub(crate) fn bytes_out(bytes: &[u8]) -> Uint8Array {
     Uint8Array::from(bytes)
+}
+
+/// Which loader of a wire object a call uses.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Check {
+    /// `from_bytes`: every field checked.
+    Format,
+    /// `from_bytes_untrusted`: for input from another party (a ciphertext
+    /// must also not be transparent).
+    Untrusted,
+}
+
+/// Decodes wire bytes copied from JS, then zeroizes the copy. Every kind's
+/// copy is zeroized: a secret key's bytes are secret, and one rule for all
+/// kinds needs no flag.
+pub(crate) fn decode<T: WireObject>(
+    params: &Params,
+    mut bytes: Vec<u8>,
+    check: Check,
+) -> Result<T, FormatError> {
+    let r = match check {
+        Check::Format => T::from_bytes(params, &bytes),
+        Check::Untrusted => T::from_bytes_untrusted(params, &bytes),
+    };
+    bytes.zeroize();
+    r
+}
+
+/// A wire object from a `Uint8Array` argument (`what` names it); every
+/// error starts with `context`.
+pub(crate) fn wire_in<T: WireObject>(
+    context: &str,
+    what: &str,
+    params: &Params,
+    v: &JsValue,
+    check: Check,
+) -> Result<T, JsError> {
+    decode(params, bytes_in(context, what, v)?, check).map_err(|e| err(context, e))
+}
+
+/// The wire bytes of `obj` as a `Uint8Array`; the copy in wasm memory is
+/// zeroized, as in [`decode`].
+pub(crate) fn wire_out<T: WireObject>(obj: &T) -> Uint8Array {
+    let mut b = obj.to_bytes();
+    let out = bytes_out(&b);
+    b.zeroize();
+    out
 }
 
 /// The values of a `Float32Array` of exactly `expected` elements.

@@ -1,6 +1,6 @@
 //! The wire format: one versioned binary layout for every object that crosses
-//! the wire (keys, plaintexts, ciphertexts). `docs/FORMAT.md` is the
-//! specification; this module implements it.
+//! the wire (keys, plaintexts, ciphertexts, and the matching layer's score
+//! reply). `docs/FORMAT.md` is the specification; this module implements it.
 //!
 //! Every object starts with the same 16-byte header (magic, version, kind,
 //! flags, parameter id). The rest of the layout is fixed by the parameters and
@@ -10,7 +10,10 @@
 //! input is refused without allocating. Residues are bit-packed at exactly
 //! `bitlen(q_i)` bits and each is checked to be below its prime.
 //!
-//! The per-type `to_bytes` / `from_bytes` methods live in [`objects`].
+//! Every kind implements [`WireObject`]: the BFV kinds in [`objects`], the
+//! score reply beside its type in the matching layer, from the crate-private
+//! parts here ([`start`], [`Reader`]). Each type's public `to_bytes` /
+//! `from_bytes` methods call its implementation.
 
 mod objects;
 
@@ -46,7 +49,7 @@ pub enum ObjectKind {
     Plaintext = 5,
     /// [`Ciphertext`](super::Ciphertext).
     Ciphertext = 6,
-    /// [`ScoreReply`](crate::matching::ScoreReply).
+    /// The compact 1:1 score reply of the matching layer (`ScoreReply`).
     ScoreReply = 7,
 }
 
@@ -75,6 +78,37 @@ impl ObjectKind {
             expected: 0,
             found: kind,
         })
+    }
+}
+
+/// An object with a wire form (docs/FORMAT.md): what code that handles
+/// every kind alike (the wasm facade's `toBytes` / `fromBytes`) needs.
+/// Each implementing type's public methods of the same names call these.
+pub(crate) trait WireObject: Sized {
+    /// The header's kind byte.
+    const KIND: ObjectKind;
+
+    /// The wire form (the seeded one where the object keeps its seeds).
+    fn to_bytes(&self) -> Vec<u8>;
+
+    /// Reads a wire form, checking every field before use; bad bytes are a
+    /// typed error.
+    fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError>;
+
+    /// Reads bytes received from another party. As [`Self::from_bytes`],
+    /// which already checks everything a kind can get wrong, except for
+    /// ciphertexts, which here also refuse the transparent ones.
+    fn from_bytes_untrusted(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
+        Self::from_bytes(params, bytes)
+    }
+}
+
+/// Refuses the seeded flag on a kind that has no seeded form.
+pub(crate) fn no_seed(seeded: bool, what: &'static str) -> Result<(), FormatError> {
+    if seeded {
+        Err(FormatError::SeededNotAllowed { what })
+    } else {
+        Ok(())
     }
 }
 

@@ -1,13 +1,13 @@
-//! `to_bytes` / `from_bytes` for every object that crosses the wire. The byte
-//! layouts are specified in docs/FORMAT.md.
+//! The wire form of every BFV object ([`WireObject`] and the public methods
+//! that call it). The byte layouts are specified in docs/FORMAT.md.
 
 use std::collections::BTreeMap;
 
 use zeroize::Zeroize;
 
 use super::{
-    bit_len, ksw_bytes, pack, poly_bytes, start, unpack, write_poly, ObjectKind, Reader,
-    HEADER_LEN, SEED_LEN,
+    bit_len, ksw_bytes, no_seed, pack, poly_bytes, start, unpack, write_poly, ObjectKind, Reader,
+    WireObject, HEADER_LEN, SEED_LEN,
 };
 use crate::bfv::ciphertext::Ciphertext;
 use crate::bfv::encrypt::expand_uniform;
@@ -20,15 +20,6 @@ use crate::error::FormatError;
 
 const HEADER: u64 = HEADER_LEN as u64;
 
-/// Refuses the seeded flag on a kind that has no seeded form.
-fn no_seed(seeded: bool, what: &'static str) -> Result<(), FormatError> {
-    if seeded {
-        Err(FormatError::SeededNotAllowed { what })
-    } else {
-        Ok(())
-    }
-}
-
 impl SecretKey {
     /// Serializes the key for its owner's own storage: the ternary
     /// coefficients at 2 bits each (`0b00` = 0, `0b01` = 1, `0b11` = -1).
@@ -37,9 +28,23 @@ impl SecretKey {
     /// server. The buffer is allocated at its final size, so no partial copy is
     /// left behind by a reallocation.
     pub fn to_bytes(&self) -> Vec<u8> {
+        WireObject::to_bytes(self)
+    }
+
+    /// Loads a key written by [`SecretKey::to_bytes`] and re-derives its NTT
+    /// form. Temporary buffers holding secret coefficients are zeroized.
+    pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
+        <Self as WireObject>::from_bytes(params, bytes)
+    }
+}
+
+impl WireObject for SecretKey {
+    const KIND: ObjectKind = ObjectKind::SecretKey;
+
+    fn to_bytes(&self) -> Vec<u8> {
         let n = self.params.degree();
         let total = HEADER + n as u64 / 4;
-        let mut out = start(ObjectKind::SecretKey, false, &self.params, total);
+        let mut out = start(Self::KIND, false, &self.params, total);
         for chunk in self.coeffs.chunks(4) {
             let mut b = 0u8;
             for (k, &c) in chunk.iter().enumerate() {
@@ -51,11 +56,9 @@ impl SecretKey {
         out
     }
 
-    /// Loads a key written by [`SecretKey::to_bytes`] and re-derives its NTT
-    /// form. Temporary buffers holding secret coefficients are zeroized.
-    pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
+    fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
         let mut r = Reader::new(bytes);
-        no_seed(r.header(ObjectKind::SecretKey, params)?, "secret key")?;
+        no_seed(r.header(Self::KIND, params)?, "secret key")?;
         let n = params.degree();
         r.expect_total(HEADER + n as u64 / 4)?;
         let packed = r.take(n / 4)?;
@@ -83,7 +86,7 @@ impl PublicKey {
     /// Serializes the key: `p0`, then the 32-byte seed of `p1` (or `p1` in
     /// full for a key that has no seed).
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.encode(self.seed.is_some())
+        WireObject::to_bytes(self)
     }
 
     /// Serializes the key with `p1` in full even when it has a seed.
@@ -95,7 +98,7 @@ impl PublicKey {
         let plans = self.params.plans_q();
         let poly = poly_bytes(plans);
         let total = HEADER + poly + if seeded { SEED_LEN as u64 } else { poly };
-        let mut out = start(ObjectKind::PublicKey, seeded, &self.params, total);
+        let mut out = start(Self::KIND, seeded, &self.params, total);
         write_poly(&mut out, &self.p0, plans);
         match self.seed {
             Some(seed) if seeded => out.extend_from_slice(&seed),
@@ -108,8 +111,20 @@ impl PublicKey {
     /// Loads a key written by [`PublicKey::to_bytes`] or
     /// [`PublicKey::to_bytes_expanded`]; a seeded `p1` is expanded.
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
+        <Self as WireObject>::from_bytes(params, bytes)
+    }
+}
+
+impl WireObject for PublicKey {
+    const KIND: ObjectKind = ObjectKind::PublicKey;
+
+    fn to_bytes(&self) -> Vec<u8> {
+        self.encode(self.seed.is_some())
+    }
+
+    fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
         let mut r = Reader::new(bytes);
-        let seeded = r.header(ObjectKind::PublicKey, params)?;
+        let seeded = r.header(Self::KIND, params)?;
         let plans = params.plans_q();
         let poly = poly_bytes(plans);
         r.expect_total(HEADER + poly + if seeded { SEED_LEN as u64 } else { poly })?;
@@ -172,7 +187,7 @@ impl RelinKey {
     /// Serializes the key: for each ciphertext prime, `k0` over Q·P and the
     /// seed of `k1`.
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.encode(self.ksw.seeded())
+        WireObject::to_bytes(self)
     }
 
     /// Serializes the key with every `k1` part in full.
@@ -182,7 +197,7 @@ impl RelinKey {
 
     fn encode(&self, seeded: bool) -> Vec<u8> {
         let total = HEADER + ksw_bytes(&self.params, seeded);
-        let mut out = start(ObjectKind::RelinKey, seeded, &self.params, total);
+        let mut out = start(Self::KIND, seeded, &self.params, total);
         self.ksw.write(&mut out, &self.params, seeded);
         debug_assert_eq!(out.len() as u64, total);
         out
@@ -191,8 +206,20 @@ impl RelinKey {
     /// Loads a key written by [`RelinKey::to_bytes`] or
     /// [`RelinKey::to_bytes_expanded`]; seeded parts are expanded.
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
+        <Self as WireObject>::from_bytes(params, bytes)
+    }
+}
+
+impl WireObject for RelinKey {
+    const KIND: ObjectKind = ObjectKind::RelinKey;
+
+    fn to_bytes(&self) -> Vec<u8> {
+        self.encode(self.ksw.seeded())
+    }
+
+    fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
         let mut r = Reader::new(bytes);
-        let seeded = r.header(ObjectKind::RelinKey, params)?;
+        let seeded = r.header(Self::KIND, params)?;
         r.expect_total(HEADER + ksw_bytes(params, seeded))?;
         Ok(RelinKey {
             params: params.clone(),
@@ -205,7 +232,7 @@ impl GaloisKeys {
     /// Serializes the keys: their count (u32), then for each Galois element
     /// in increasing order the element (u32) and its key switching key.
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.encode(!self.keys.is_empty() && self.keys.values().all(KswKey::seeded))
+        WireObject::to_bytes(self)
     }
 
     /// Serializes the keys with every `k1` part in full.
@@ -216,7 +243,7 @@ impl GaloisKeys {
     fn encode(&self, seeded: bool) -> Vec<u8> {
         let per_key = 4 + ksw_bytes(&self.params, seeded);
         let total = HEADER + 4 + self.keys.len() as u64 * per_key;
-        let mut out = start(ObjectKind::GaloisKeys, seeded, &self.params, total);
+        let mut out = start(Self::KIND, seeded, &self.params, total);
         out.extend_from_slice(&(self.keys.len() as u32).to_le_bytes());
         for (&g, key) in &self.keys {
             out.extend_from_slice(&g.to_le_bytes());
@@ -232,8 +259,20 @@ impl GaloisKeys {
     /// number of such elements) and must match the input length. An empty set
     /// must not carry the seeded flag.
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
+        <Self as WireObject>::from_bytes(params, bytes)
+    }
+}
+
+impl WireObject for GaloisKeys {
+    const KIND: ObjectKind = ObjectKind::GaloisKeys;
+
+    fn to_bytes(&self) -> Vec<u8> {
+        self.encode(!self.keys.is_empty() && self.keys.values().all(KswKey::seeded))
+    }
+
+    fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
         let mut r = Reader::new(bytes);
-        let seeded = r.header(ObjectKind::GaloisKeys, params)?;
+        let seeded = r.header(Self::KIND, params)?;
         let n = params.degree();
         let count = r.u32()? as u64;
         let max = n as u64 - 1;
@@ -287,20 +326,32 @@ impl GaloisKeys {
 impl Plaintext {
     /// Serializes the plaintext: n coefficients at `bitlen(t)` bits each.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let params = self.params();
-        let bits = bit_len(params.plaintext_modulus());
-        let total = HEADER + params.degree() as u64 * bits as u64 / 8;
-        let mut out = start(ObjectKind::Plaintext, false, params, total);
-        pack(&mut out, self.coeffs(), bits);
-        debug_assert_eq!(out.len() as u64, total);
-        out
+        WireObject::to_bytes(self)
     }
 
     /// Loads a plaintext written by [`Plaintext::to_bytes`]; every
     /// coefficient must be below t.
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
+        <Self as WireObject>::from_bytes(params, bytes)
+    }
+}
+
+impl WireObject for Plaintext {
+    const KIND: ObjectKind = ObjectKind::Plaintext;
+
+    fn to_bytes(&self) -> Vec<u8> {
+        let params = self.params();
+        let bits = bit_len(params.plaintext_modulus());
+        let total = HEADER + params.degree() as u64 * bits as u64 / 8;
+        let mut out = start(Self::KIND, false, params, total);
+        pack(&mut out, self.coeffs(), bits);
+        debug_assert_eq!(out.len() as u64, total);
+        out
+    }
+
+    fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
         let mut r = Reader::new(bytes);
-        no_seed(r.header(ObjectKind::Plaintext, params)?, "plaintext")?;
+        no_seed(r.header(Self::KIND, params)?, "plaintext")?;
         let n = params.degree();
         let t = params.plaintext_modulus();
         let bits = bit_len(t);
@@ -324,7 +375,7 @@ impl Ciphertext {
     /// 32-byte seed of `c1` for a fresh secret-key encryption
     /// ([`Ciphertext::is_seeded`]), or `c1` (and `c2`) in full.
     pub fn to_bytes(&self) -> Vec<u8> {
-        self.encode(self.seed.is_some())
+        WireObject::to_bytes(self)
     }
 
     /// Serializes the ciphertext with every polynomial in full.
@@ -335,7 +386,7 @@ impl Ciphertext {
     fn encode(&self, seeded: bool) -> Vec<u8> {
         let plans = &self.params.plans_q()[..self.limbs()];
         let total = ct_total(plans, self.size(), seeded);
-        let mut out = start(ObjectKind::Ciphertext, seeded, &self.params, total);
+        let mut out = start(Self::KIND, seeded, &self.params, total);
         out.push(self.size() as u8);
         out.push(self.limbs() as u8);
         write_poly(&mut out, &self.polys[0], plans);
@@ -358,8 +409,28 @@ impl Ciphertext {
     /// Accepts transparent ciphertexts; a server reading client input uses
     /// [`Ciphertext::from_bytes_untrusted`].
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
+        <Self as WireObject>::from_bytes(params, bytes)
+    }
+
+    /// As [`Ciphertext::from_bytes`], and also refuses a transparent
+    /// ciphertext (every polynomial past `c0` zero), which anyone can decrypt
+    /// and which would expose the plaintext it is combined with. Use this for
+    /// every ciphertext received from a client.
+    pub fn from_bytes_untrusted(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
+        <Self as WireObject>::from_bytes_untrusted(params, bytes)
+    }
+}
+
+impl WireObject for Ciphertext {
+    const KIND: ObjectKind = ObjectKind::Ciphertext;
+
+    fn to_bytes(&self) -> Vec<u8> {
+        self.encode(self.seed.is_some())
+    }
+
+    fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
         let mut r = Reader::new(bytes);
-        let seeded = r.header(ObjectKind::Ciphertext, params)?;
+        let seeded = r.header(Self::KIND, params)?;
         let size = r.u8()?;
         if !(2..=3).contains(&size) {
             return Err(FormatError::CiphertextSize { found: size });
@@ -391,12 +462,8 @@ impl Ciphertext {
         Ok(Ciphertext::new(params, polys))
     }
 
-    /// As [`Ciphertext::from_bytes`], and also refuses a transparent
-    /// ciphertext (every polynomial past `c0` zero), which anyone can decrypt
-    /// and which would expose the plaintext it is combined with. Use this for
-    /// every ciphertext received from a client.
-    pub fn from_bytes_untrusted(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
-        let ct = Self::from_bytes(params, bytes)?;
+    fn from_bytes_untrusted(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
+        let ct = <Self as WireObject>::from_bytes(params, bytes)?;
         if ct.is_transparent() {
             return Err(FormatError::TransparentCiphertext);
         }
@@ -413,59 +480,4 @@ fn ct_total(plans: &[crate::ntt::NttPlan], size: usize, seeded: bool) -> u64 {
         (size as u64 - 1) * poly
     };
     HEADER + 2 + poly + rest
-}
-
-impl crate::matching::ScoreReply {
-    /// Total bytes of a compact reply with `count` scores at degree `n`.
-    fn total(n: usize, count: usize) -> u64 {
-        HEADER + 4 + 4 * count as u64 + 4 * n as u64
-    }
-
-    /// The wire form (docs/FORMAT.md, kind 7): the header, the dimension and
-    /// score count (u16 each), then `c0` at the score positions and all of
-    /// `c1`, as little-endian u32.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let n = self.params.degree();
-        let total = Self::total(n, self.c0.len());
-        let mut out = start(ObjectKind::ScoreReply, false, &self.params, total);
-        out.extend_from_slice(&(self.dim as u16).to_le_bytes());
-        out.extend_from_slice(&(self.c0.len() as u16).to_le_bytes());
-        for &x in self.c0.iter().chain(&self.c1) {
-            out.extend_from_slice(&x.to_le_bytes());
-        }
-        debug_assert_eq!(out.len() as u64, total);
-        out
-    }
-
-    /// Reads [`Self::to_bytes`]. The dimension must be one the matching layer
-    /// supports and the score count exactly n / dim; the length is checked
-    /// before anything is allocated. Every u32 is a valid residue mod 2^32.
-    pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
-        let mut r = Reader::new(bytes);
-        no_seed(r.header(ObjectKind::ScoreReply, params)?, "score reply")?;
-        let dim = r.u16()?;
-        let count = r.u16()?;
-        let n = params.degree();
-        let fits = crate::matching::DIMENSIONS.contains(&(dim as usize))
-            && n.is_multiple_of(dim as usize)
-            && count as usize == n / dim as usize;
-        if !fits {
-            return Err(FormatError::ReplyShape { dim, count });
-        }
-        r.expect_total(Self::total(n, count as usize))?;
-        let mut words = |k: usize| -> Result<Vec<u32>, FormatError> {
-            let b = r.take(4 * k)?;
-            Ok(b.chunks_exact(4)
-                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-                .collect())
-        };
-        let c0 = words(count as usize)?;
-        let c1 = words(n)?;
-        Ok(Self {
-            params: params.clone(),
-            dim: dim as usize,
-            c0,
-            c1,
-        })
-    }
 }
