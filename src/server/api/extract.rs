@@ -5,9 +5,9 @@ use std::marker::PhantomData;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Request};
-use axum::http::{header, request::Parts, HeaderMap, StatusCode};
+use axum::http::{header, request::Parts, HeaderMap};
 
-use super::{ApiError, ApiResult, Limits};
+use super::{ApiError, ApiResult, ErrorCode, Limits};
 
 /// Longest user or gallery name.
 pub const MAX_NAME_LEN: usize = 64;
@@ -30,10 +30,7 @@ pub fn check_name(name: &str) -> ApiResult<()> {
     if ok {
         Ok(())
     } else {
-        Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_name",
-            format!("names are 1 to {MAX_NAME_LEN} characters of A-Z a-z 0-9 . _ - (not starting with a dot)"),
+        Err(ApiError::new(ErrorCode::BadName, format!("names are 1 to {MAX_NAME_LEN} characters of A-Z a-z 0-9 . _ - (not starting with a dot)"),
         ))
     }
 }
@@ -155,13 +152,8 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> ApiResult<B
     let mut seen = 0usize;
     let mut body = body;
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "bad_body",
-                format!("reading the body: {e}"),
-            )
-        })?;
+        let frame = frame
+            .map_err(|e| ApiError::new(ErrorCode::BadBody, format!("reading the body: {e}")))?;
         let Ok(data) = frame.into_data() else {
             continue;
         };

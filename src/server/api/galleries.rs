@@ -15,13 +15,12 @@ use crate::matching::{pack, Gallery};
 use super::extract::{BinaryBody, CiphertextBody, GalleryName};
 use super::users::{check_count, CountQuery};
 use super::wire::parse_fresh_ciphertext;
-use super::{ApiError, ApiResult, AppState, Service};
+use super::{ApiError, ApiResult, AppState, ErrorCode, Service};
 
 fn service(st: &AppState) -> ApiResult<&Service> {
     st.service.as_ref().ok_or_else(|| {
         ApiError::new(
-            StatusCode::NOT_FOUND,
-            "identify_disabled",
+            ErrorCode::IdentifyDisabled,
             "1:N identification is off: start the server with --service-key",
         )
     })
@@ -128,8 +127,7 @@ pub(super) async fn gallery_erase(
     let Path((_, index)) = path?;
     let index: usize = index.parse().map_err(|_| {
         ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_index",
+            ErrorCode::BadIndex,
             "a template index is a non-negative integer",
         )
     })?;
@@ -181,8 +179,7 @@ pub(super) async fn gallery_identify(
     let Json(req) = body?;
     if req.top_k == 0 || req.top_k > 100 {
         return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_top_k",
+            ErrorCode::BadTopK,
             "top_k must be in 1..=100",
         ));
     }

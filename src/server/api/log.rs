@@ -40,7 +40,7 @@ pub(super) async fn request_log(
         .map(|c| c.0 .0.clone());
     let start = Instant::now();
     let resp = next.run(req).instrument(span.clone()).await;
-    let code = resp.extensions().get::<LoggedCode>().map(|c| c.0);
+    let code = resp.extensions().get::<LoggedCode>().map(|c| c.0.as_str());
     let status = resp.status().as_u16();
     let times = resp.extensions().get::<VerifyTimes>().copied();
     // The line is written once the reply body has been handed to the

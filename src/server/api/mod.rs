@@ -9,11 +9,13 @@
 //!
 //! * [`router`]: the routes and their layers.
 //! * [`state`]: [`AppState`], [`Service`], [`Limits`].
-//! * [`error`]: [`ApiError`] and the conversions into it.
+//! * [`error`]: [`ApiError`] and the conversions into it; [`code`]: the
+//!   [`ErrorCode`] of each (docs/API.md's error table).
 //! * [`extract`]: checked names and size-limited binary bodies.
 //! * `users`, `verify`, `galleries`, `meta`, `static_files`: the handlers,
 //!   by resource; `log`: the request-logging middleware.
 
+pub mod code;
 pub mod error;
 pub mod extract;
 mod galleries;
@@ -26,6 +28,7 @@ mod users;
 mod verify;
 mod wire;
 
+pub use code::ErrorCode;
 pub use error::{ApiError, ApiResult};
 pub use extract::{check_name, MAX_NAME_LEN};
 pub use meta::params_description;

@@ -17,7 +17,7 @@ use crate::server::store::UserInfo;
 use super::extract::{BinaryBody, CiphertextBody, KeysBody, UserName};
 use super::state::db;
 use super::wire::{parse_fresh_ciphertext, split_keys};
-use super::{ApiError, ApiResult, AppState};
+use super::{ApiError, ApiResult, AppState, ErrorCode};
 
 pub(super) async fn user_info(
     State(st): State<Arc<AppState>>,
@@ -78,8 +78,7 @@ pub(super) fn check_count(
     let count = query?.0.count.unwrap_or(max);
     if count == 0 || count > max {
         return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "bad_count",
+            ErrorCode::BadCount,
             format!("count must be in 1..={max}"),
         ));
     }

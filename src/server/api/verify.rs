@@ -18,7 +18,7 @@ use crate::server::store::{now_millis, AuditRow, UserRecord};
 use super::extract::{BinaryBody, CiphertextBody, UserName};
 use super::state::db;
 use super::wire::parse_fresh_ciphertext;
-use super::{ApiError, ApiResult, AppState};
+use super::{ApiError, ApiResult, AppState, ErrorCode};
 
 /// Where a verification's time went (reported in `Server-Timing` and in
 /// the request's log line).
@@ -110,8 +110,7 @@ async fn verify_user(st: &Arc<AppState>, user: String, probe: Bytes) -> ApiResul
                 .ok_or_else(ApiError::unknown_user)?;
             if rec.template.is_none() {
                 return Err(ApiError::new(
-                    StatusCode::NOT_FOUND,
-                    "no_template",
+                    ErrorCode::NoTemplate,
                     "this user has no enrolled template",
                 ));
             }

@@ -1,10 +1,8 @@
 //! The keys framing and the checks every client ciphertext passes.
 
-use axum::http::StatusCode;
-
 use crate::bfv::{Ciphertext, Params};
 
-use super::{ApiError, ApiResult};
+use super::{ApiError, ApiResult, ErrorCode};
 
 /// Splits the keys body: `u32 LE pk_len`, pk, `u32 LE rk_len`, rk (`rk_len`
 /// may be 0: no relinearization key), and nothing after.
@@ -12,8 +10,7 @@ pub fn split_keys(body: &[u8]) -> ApiResult<(&[u8], Option<&[u8]>)> {
     fn field<'a>(body: &'a [u8], pos: &mut usize, what: &str) -> ApiResult<&'a [u8]> {
         let truncated = || {
             ApiError::new(
-                StatusCode::BAD_REQUEST,
-                "truncated",
+                ErrorCode::Truncated,
                 format!("keys body ends inside the {what}"),
             )
         };
@@ -30,15 +27,13 @@ pub fn split_keys(body: &[u8]) -> ApiResult<(&[u8], Option<&[u8]>)> {
     let rk = field(body, &mut pos, "relinearization key")?;
     if pos != body.len() {
         return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "malformed",
+            ErrorCode::Malformed,
             format!("keys body: {} trailing bytes", body.len() - pos),
         ));
     }
     if pk.is_empty() {
         return Err(ApiError::new(
-            StatusCode::BAD_REQUEST,
-            "malformed",
+            ErrorCode::Malformed,
             "keys body: the public key is required",
         ));
     }
@@ -66,10 +61,7 @@ pub(super) fn parse_fresh_ciphertext(
     let ct =
         Ciphertext::from_bytes_untrusted(params, bytes).map_err(|e| ApiError::format(what, e))?;
     if ct.size() != 2 || ct.limbs() != params.limbs() {
-        return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "bad_ciphertext",
-            format!(
+        return Err(ApiError::new(ErrorCode::BadCiphertext, format!(
                 "{what}: a fresh ciphertext of size 2 over {} primes is expected (got size {}, {} primes)",
                 params.limbs(),
                 ct.size(),
