@@ -15,6 +15,7 @@ pub mod conn;
 pub mod gallery;
 pub mod journal;
 pub mod metrics;
+pub mod routes;
 pub mod store;
 
 use std::io::Write as _;
@@ -248,7 +249,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     }
     let store = Arc::new(Store::open(&args.db).map_err(|e| format!("{}: {e}", args.db.display()))?);
     let service = match &args.service_key {
-        Some(path) => Some(load_service(path, &params, args.dim, &store)?),
+        Some(path) => Some(Arc::new(load_service(path, &params, args.dim, &store)?)),
         None => None,
     };
     let pool = rayon::ThreadPoolBuilder::new()

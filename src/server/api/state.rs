@@ -71,7 +71,7 @@ pub struct AppState {
     pub www: PathBuf,
     pub pkg: PathBuf,
     /// 1:N mode: the service key and the galleries (`serve --service-key`).
-    pub service: Option<Service>,
+    pub service: Option<Arc<Service>>,
     /// Request counters for `GET /metrics`.
     pub metrics: Metrics,
 }
