@@ -139,34 +139,71 @@ async fn gallery_add(
     ))
 }
 
-/// A gallery's counts, as `GET /v1/galleries[/{gallery}]` report them.
-fn gallery_counts(name: &str, g: &Gallery) -> serde_json::Value {
-    serde_json::json!({
-        "gallery": name,
-        "templates": g.len(),
-        "erased": g.erased(),
-        "ciphertexts": g.ciphertexts(),
-    })
+/// A gallery's counts, as `GET /v1/galleries` lists them (fields in name
+/// order, as serde_json's maps had them).
+#[derive(Debug, Serialize)]
+struct GalleryCounts {
+    ciphertexts: usize,
+    erased: usize,
+    gallery: String,
+    templates: usize,
+}
+
+impl GalleryCounts {
+    fn of(name: &str, g: &Gallery) -> Self {
+        Self {
+            ciphertexts: g.ciphertexts(),
+            erased: g.erased(),
+            gallery: name.to_string(),
+            templates: g.len(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct GalleryList {
+    galleries: Vec<GalleryCounts>,
 }
 
 /// `GET /v1/galleries`: every gallery with its counts, by name.
-async fn gallery_list(State(st): State<Arc<GalleryState>>) -> ApiResult<Json<serde_json::Value>> {
-    let galleries = st.service.galleries.list(gallery_counts)?;
-    Ok(Json(serde_json::json!({ "galleries": galleries })))
+async fn gallery_list(State(st): State<Arc<GalleryState>>) -> ApiResult<Json<GalleryList>> {
+    let galleries = st.service.galleries.list(GalleryCounts::of)?;
+    Ok(Json(GalleryList { galleries }))
+}
+
+/// `GET /v1/galleries/{gallery}`.
+#[derive(Debug, Serialize)]
+struct GalleryInfo {
+    ciphertexts: usize,
+    erased: usize,
+    gallery: String,
+    memory_bytes: usize,
+    templates: usize,
+    templates_per_ciphertext: usize,
 }
 
 /// `GET /v1/galleries/{gallery}`: counts, no ciphertext bytes.
 async fn gallery_info(
     State(st): State<Arc<GalleryState>>,
     gallery: ApiResult<GalleryName>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<GalleryInfo>> {
     let GalleryName(gallery) = gallery?;
-    let (params, dim) = (&st.app.params, st.app.dim);
+    let per = pack::templates_per_ciphertext(&st.app.params, st.app.dim);
     let info = st.service.galleries.with(&gallery, |g| {
-        let mut v = gallery_counts(&gallery, g);
-        v["templates_per_ciphertext"] = pack::templates_per_ciphertext(params, dim).into();
-        v["memory_bytes"] = g.memory_bytes().into();
-        Ok(v)
+        let GalleryCounts {
+            ciphertexts,
+            erased,
+            gallery,
+            templates,
+        } = GalleryCounts::of(&gallery, g);
+        Ok(GalleryInfo {
+            ciphertexts,
+            erased,
+            gallery,
+            memory_bytes: g.memory_bytes(),
+            templates,
+            templates_per_ciphertext: per,
+        })
     })?;
     Ok(Json(info))
 }
@@ -226,11 +263,27 @@ fn default_top_k() -> usize {
     5
 }
 
+/// The reply of `POST /v1/galleries/{gallery}/identify`.
+#[derive(Debug, Serialize)]
+struct Identified {
+    gallery: String,
+    /// Best first.
+    matches: Vec<Ranked>,
+}
+
+/// One match of an identification.
+#[derive(Debug, Serialize)]
+struct Ranked {
+    cosine: f64,
+    index: usize,
+    score: i64,
+}
+
 async fn gallery_identify(
     State(st): State<Arc<GalleryState>>,
     gallery: ApiResult<GalleryName>,
     body: Result<Json<IdentifyRequest>, JsonRejection>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Identified>> {
     let GalleryName(gallery) = gallery?;
     let Json(req) = body?;
     if req.top_k == 0 || req.top_k > 100 {
@@ -251,10 +304,64 @@ async fn gallery_identify(
             })
         })
         .await??;
-    Ok(Json(serde_json::json!({
-        "gallery": gallery,
-        "matches": matches.iter().map(|m| serde_json::json!({
-            "index": m.index, "score": m.score, "cosine": m.cosine,
-        })).collect::<Vec<_>>(),
-    })))
+    let matches = matches
+        .iter()
+        .map(|m| Ranked {
+            cosine: m.cosine,
+            index: m.index,
+            score: m.score,
+        })
+        .collect();
+    Ok(Json(Identified { gallery, matches }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed replies are byte for byte the JSON objects they replaced.
+    #[test]
+    fn replies_serialize_as_the_json_objects_they_replaced() {
+        let counts = GalleryCounts {
+            ciphertexts: 2,
+            erased: 1,
+            gallery: "staff".into(),
+            templates: 63,
+        };
+        let old = serde_json::json!({
+            "gallery": "staff", "templates": 63, "erased": 1, "ciphertexts": 2,
+        });
+        assert_eq!(serde_json::to_string(&counts).unwrap(), old.to_string());
+        let list = GalleryList {
+            galleries: vec![counts],
+        };
+        let old = serde_json::json!({ "galleries": [old] });
+        assert_eq!(serde_json::to_string(&list).unwrap(), old.to_string());
+        let info = GalleryInfo {
+            ciphertexts: 2,
+            erased: 1,
+            gallery: "staff".into(),
+            memory_bytes: 1 << 20,
+            templates: 63,
+            templates_per_ciphertext: 32,
+        };
+        let old = serde_json::json!({
+            "gallery": "staff", "templates": 63, "erased": 1, "ciphertexts": 2,
+            "templates_per_ciphertext": 32, "memory_bytes": 1 << 20,
+        });
+        assert_eq!(serde_json::to_string(&info).unwrap(), old.to_string());
+        let identified = Identified {
+            gallery: "staff".into(),
+            matches: vec![Ranked {
+                cosine: 0.1,
+                index: 7,
+                score: -3,
+            }],
+        };
+        let old = serde_json::json!({
+            "gallery": "staff",
+            "matches": [{ "index": 7, "score": -3, "cosine": 0.1 }],
+        });
+        assert_eq!(serde_json::to_string(&identified).unwrap(), old.to_string());
+    }
 }

@@ -20,7 +20,7 @@ pub mod error;
 pub mod extract;
 mod galleries;
 mod log;
-mod meta;
+pub mod meta;
 pub mod router;
 pub mod state;
 mod static_files;
