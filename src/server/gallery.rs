@@ -4,12 +4,10 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use axum::http::StatusCode;
-
 use crate::bfv::{Ciphertext, Params, PublicKey, SecretKey};
 use crate::matching::{pack, Gallery};
 
-use super::api::ApiError;
+use super::api::{ApiError, ErrorCode};
 use super::store::{GalleryRow, StoreError};
 
 /// Every gallery, by name.
@@ -28,11 +26,7 @@ impl std::fmt::Debug for Galleries {
 }
 
 fn poisoned() -> ApiError {
-    ApiError::new(
-        StatusCode::INTERNAL_SERVER_ERROR,
-        "internal",
-        "gallery lock poisoned",
-    )
+    ApiError::new(ErrorCode::Internal, "gallery lock poisoned")
 }
 
 impl Galleries {
@@ -145,8 +139,7 @@ impl Galleries {
             .map_err(|_| poisoned())??;
         if !stored {
             return Err(ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "internal",
+                ErrorCode::Internal,
                 "gallery ciphertext missing from the store",
             ));
         }
@@ -188,5 +181,5 @@ impl Galleries {
 }
 
 fn unknown_gallery() -> ApiError {
-    ApiError::new(StatusCode::NOT_FOUND, "unknown_gallery", "no such gallery")
+    ApiError::new(ErrorCode::UnknownGallery, "no such gallery")
 }

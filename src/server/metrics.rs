@@ -13,24 +13,20 @@ const BUCKETS_US: [u64; 12] = [
     250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 1_000_000, 5_000_000,
 ];
 
-/// The routes counted apart; anything else (static files, unknown paths)
-/// counts as `other`.
-pub const ROUTES: [&str; 14] = [
-    "/healthz",
-    "/metrics",
-    "/v1/params",
-    "/v1/users/{user}",
-    "/v1/users/{user}/keys",
-    "/v1/users/{user}/template",
-    "/v1/users/{user}/verify",
-    "/v1/service/public-key",
-    "/v1/galleries",
-    "/v1/galleries/{gallery}",
-    "/v1/galleries/{gallery}/templates",
-    "/v1/galleries/{gallery}/templates/{index}",
-    "/v1/galleries/{gallery}/identify",
-    "other",
-];
+/// The routes counted apart, by template ([`super::routes::ROUTES`]),
+/// then `other` for anything else (static files, unknown paths).
+pub const ROUTES: [&str; super::routes::ROUTES.len() + 1] = route_labels();
+
+const fn route_labels() -> [&'static str; super::routes::ROUTES.len() + 1] {
+    let table = &super::routes::ROUTES;
+    let mut out = [super::routes::OTHER; super::routes::ROUTES.len() + 1];
+    let mut i = 0;
+    while i < table.len() {
+        out[i] = table[i].path;
+        i += 1;
+    }
+    out
+}
 
 /// The phases of a verification, as in its `Server-Timing` header.
 pub const PHASES: [&str; 5] = ["queue", "parse", "match", "audit", "db"];

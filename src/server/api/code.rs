@@ -1,0 +1,220 @@
+//! [`ErrorCode`]: the `code` of every JSON error, with its HTTP status
+//! (docs/API.md lists them; a test holds the two together).
+
+use axum::http::StatusCode;
+use serde::Serialize;
+
+/// The `code` field of an error response, serialized as its snake_case
+/// name (`ErrorCode::BadName` is `"bad_name"`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// A user or gallery name outside the allowed characters or length.
+    BadName,
+    /// An object (or the keys framing) ends early.
+    Truncated,
+    /// Bad magic, version, flags, a residue past its prime, trailing bytes.
+    Malformed,
+    /// An object of another kind.
+    WrongKind,
+    /// `count` outside `1..=n/d`.
+    BadCount,
+    /// An unparsable query string.
+    BadQuery,
+    /// An unparsable JSON body.
+    BadJson,
+    /// An embedding of the wrong length, NaN, or zero.
+    BadInput,
+    /// `top_k` outside `1..=100`.
+    BadTopK,
+    /// A gallery template index that is not a non-negative integer.
+    BadIndex,
+    /// The request body could not be read.
+    BadBody,
+    /// No keys registered under that name.
+    UnknownUser,
+    /// Verify before a template was enrolled.
+    NoTemplate,
+    /// No such gallery.
+    UnknownGallery,
+    /// 1:N routes on a server started without `--service-key`.
+    IdentifyDisabled,
+    /// No gallery template at that index.
+    UnknownTemplate,
+    /// No such route or static file.
+    NotFound,
+    /// The route exists, not with this method.
+    MethodNotAllowed,
+    /// Keys are already registered for the user.
+    UserExists,
+    /// A body over its route's limit.
+    BodyTooLarge,
+    /// An object made for other parameters.
+    WrongParams,
+    /// A ciphertext anyone could read.
+    Transparent,
+    /// A ciphertext that is not fresh.
+    BadCiphertext,
+    /// A server-side failure.
+    Internal,
+    /// A database failure.
+    Store,
+    /// A stored object that no longer parses.
+    CorruptStore,
+}
+
+impl ErrorCode {
+    /// Every code.
+    pub const ALL: [ErrorCode; 26] = [
+        Self::BadName,
+        Self::Truncated,
+        Self::Malformed,
+        Self::WrongKind,
+        Self::BadCount,
+        Self::BadQuery,
+        Self::BadJson,
+        Self::BadInput,
+        Self::BadTopK,
+        Self::BadIndex,
+        Self::BadBody,
+        Self::UnknownUser,
+        Self::NoTemplate,
+        Self::UnknownGallery,
+        Self::IdentifyDisabled,
+        Self::UnknownTemplate,
+        Self::NotFound,
+        Self::MethodNotAllowed,
+        Self::UserExists,
+        Self::BodyTooLarge,
+        Self::WrongParams,
+        Self::Transparent,
+        Self::BadCiphertext,
+        Self::Internal,
+        Self::Store,
+        Self::CorruptStore,
+    ];
+
+    /// The code as it goes on the wire (and into the request log).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::BadName => "bad_name",
+            Self::Truncated => "truncated",
+            Self::Malformed => "malformed",
+            Self::WrongKind => "wrong_kind",
+            Self::BadCount => "bad_count",
+            Self::BadQuery => "bad_query",
+            Self::BadJson => "bad_json",
+            Self::BadInput => "bad_input",
+            Self::BadTopK => "bad_top_k",
+            Self::BadIndex => "bad_index",
+            Self::BadBody => "bad_body",
+            Self::UnknownUser => "unknown_user",
+            Self::NoTemplate => "no_template",
+            Self::UnknownGallery => "unknown_gallery",
+            Self::IdentifyDisabled => "identify_disabled",
+            Self::UnknownTemplate => "unknown_template",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::UserExists => "user_exists",
+            Self::BodyTooLarge => "body_too_large",
+            Self::WrongParams => "wrong_params",
+            Self::Transparent => "transparent",
+            Self::BadCiphertext => "bad_ciphertext",
+            Self::Internal => "internal",
+            Self::Store => "store",
+            Self::CorruptStore => "corrupt_store",
+        }
+    }
+
+    /// The HTTP status every response with this code has.
+    pub const fn status(self) -> StatusCode {
+        match self {
+            Self::BadName
+            | Self::Truncated
+            | Self::Malformed
+            | Self::WrongKind
+            | Self::BadCount
+            | Self::BadQuery
+            | Self::BadJson
+            | Self::BadInput
+            | Self::BadTopK
+            | Self::BadIndex
+            | Self::BadBody => StatusCode::BAD_REQUEST,
+            Self::UnknownUser
+            | Self::NoTemplate
+            | Self::UnknownGallery
+            | Self::IdentifyDisabled
+            | Self::UnknownTemplate
+            | Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::UserExists => StatusCode::CONFLICT,
+            Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::WrongParams | Self::Transparent | Self::BadCiphertext => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
+            Self::Internal | Self::Store | Self::CorruptStore => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ErrorCode;
+
+    #[test]
+    fn serialized_codes_are_their_wire_names() {
+        for code in ErrorCode::ALL {
+            let json = serde_json::to_string(&code).unwrap();
+            assert_eq!(json, format!("\"{}\"", code.as_str()));
+        }
+        let mut names: Vec<&str> = ErrorCode::ALL.iter().map(|c| c.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ErrorCode::ALL.len(), "a code is listed twice");
+    }
+
+    /// The `(status, code)` pairs of the error table in docs/API.md.
+    fn documented() -> Vec<(u16, String)> {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/API.md");
+        let doc = std::fs::read_to_string(path).expect("docs/API.md");
+        let mut lines = doc
+            .lines()
+            .skip_while(|l| l.trim() != "| status | code | when |")
+            .skip(2);
+        let mut out = Vec::new();
+        for line in lines.by_ref().take_while(|l| l.starts_with('|')) {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let status: u16 = cells[1].parse().expect("a status in the first column");
+            for code in cells[2].split(',') {
+                let code = code.trim().trim_matches('`');
+                out.push((status, code.to_string()));
+            }
+        }
+        assert!(!out.is_empty(), "no error table in docs/API.md");
+        out
+    }
+
+    #[test]
+    fn the_error_table_in_api_md_lists_every_code_and_no_other() {
+        let doc = documented();
+        for (status, name) in &doc {
+            let code = ErrorCode::ALL
+                .iter()
+                .find(|c| c.as_str() == name)
+                .unwrap_or_else(|| panic!("docs/API.md lists `{name}`, which is no ErrorCode"));
+            assert_eq!(code.status().as_u16(), *status, "the status of `{name}`");
+        }
+        for code in ErrorCode::ALL {
+            assert!(
+                doc.iter().any(|(_, n)| n == code.as_str()),
+                "`{code}` is missing from the error table of docs/API.md"
+            );
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! [`ApiError`]: every refusal as `{"error": "...", "code": "..."}` with its
+//! status, and the conversions from the errors of the layers below.
+
+use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+
+use crate::error::{FormatError, MatchError};
+use crate::server::store::StoreError;
+
+use super::ErrorCode;
+
+/// A JSON error: `{"error": "...", "code": "..."}` with the code's status.
+#[derive(Debug)]
+pub struct ApiError {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+/// The error code of a response, for the request log.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct LoggedCode(pub ErrorCode);
+
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    error: &'a str,
+    code: ErrorCode,
+}
+
+/// Results of the handlers and of the plain functions they call.
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+        }
+    }
+
+    /// The response's status: the code's.
+    pub fn status(&self) -> StatusCode {
+        self.code.status()
+    }
+
+    pub(crate) fn internal(message: &str) -> Self {
+        Self::new(ErrorCode::Internal, message)
+    }
+
+    pub(super) fn unknown_user() -> Self {
+        Self::new(
+            ErrorCode::UnknownUser,
+            "no keys are registered for this user",
+        )
+    }
+
+    /// A wire-format error of the object `what`.
+    pub(super) fn format(what: &str, e: FormatError) -> Self {
+        let code = match e {
+            FormatError::Truncated { .. } => ErrorCode::Truncated,
+            FormatError::ParamsMismatch { .. } => ErrorCode::WrongParams,
+            FormatError::TransparentCiphertext => ErrorCode::Transparent,
+            FormatError::WrongKind { .. } => ErrorCode::WrongKind,
+            _ => ErrorCode::Malformed,
+        };
+        Self::new(code, format!("{what}: {e}"))
+    }
+
+    /// A stored object that no longer parses (should not happen).
+    pub(super) fn corrupt(what: &str, e: FormatError) -> Self {
+        Self::new(
+            ErrorCode::CorruptStore,
+            format!("stored {what} does not parse: {e}"),
+        )
+    }
+
+    pub(super) fn method_not_allowed() -> Self {
+        Self::new(
+            ErrorCode::MethodNotAllowed,
+            "method not allowed on this route",
+        )
+    }
+
+    pub(super) fn not_found(what: &str) -> Self {
+        Self::new(ErrorCode::NotFound, what)
+    }
+
+    pub(super) fn too_large(limit: usize) -> Self {
+        Self::new(
+            ErrorCode::BodyTooLarge,
+            format!("request body exceeds this route's limit of {limit} bytes"),
+        )
+    }
+
+    /// A failed write of an audit row (details in the log only).
+    pub(super) fn audit(e: StoreError) -> Self {
+        tracing::error!(error = %e, "audit");
+        Self::new(ErrorCode::Store, "database error")
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::UnknownUser => Self::unknown_user(),
+            StoreError::UserExists => Self::new(
+                ErrorCode::UserExists,
+                "keys are already registered for this user; DELETE the user first",
+            ),
+            e => {
+                tracing::error!(error = %e, "store error");
+                Self::new(ErrorCode::Store, "database error")
+            }
+        }
+    }
+}
+
+impl From<MatchError> for ApiError {
+    fn from(e: MatchError) -> Self {
+        match e {
+            MatchError::TransparentCiphertext => Self::new(ErrorCode::Transparent, e.to_string()),
+            MatchError::UnknownTemplate { .. } => {
+                Self::new(ErrorCode::UnknownTemplate, e.to_string())
+            }
+            MatchError::Bfv(crate::error::BfvError::ParamsMismatch { .. }) => {
+                Self::new(ErrorCode::WrongParams, e.to_string())
+            }
+            MatchError::Bfv(crate::error::BfvError::Rng { .. }) => {
+                Self::internal("system random number generator failed")
+            }
+            MatchError::Bfv(_) => Self::new(ErrorCode::BadCiphertext, e.to_string()),
+            _ => Self::new(ErrorCode::BadInput, e.to_string()),
+        }
+    }
+}
+
+impl From<PathRejection> for ApiError {
+    fn from(r: PathRejection) -> Self {
+        Self::new(ErrorCode::BadName, r.body_text())
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    fn from(r: QueryRejection) -> Self {
+        Self::new(ErrorCode::BadQuery, r.body_text())
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(r: JsonRejection) -> Self {
+        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Self::new(
+                ErrorCode::BodyTooLarge,
+                "request body exceeds this route's limit",
+            )
+        } else {
+            Self::new(ErrorCode::BadJson, r.body_text())
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_vec(&ErrorBody {
+            error: &self.message,
+            code: self.code,
+        })
+        .unwrap_or_default();
+        let mut resp = (
+            self.status(),
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response();
+        resp.extensions_mut().insert(LoggedCode(self.code));
+        resp
+    }
+}

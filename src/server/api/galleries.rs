@@ -1,0 +1,367 @@
+//! 1:N (`serve --service-key`): the service public key and the galleries
+//! under `/v1/galleries`, as a router of their own, merged only when the
+//! server has a service key ([`disabled_router`] answers otherwise).
+
+use std::sync::Arc;
+
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post};
+use axum::{Json, Router};
+use serde::de::IgnoredAny;
+use serde::{Deserialize, Serialize};
+
+use crate::matching::{pack, Gallery};
+use crate::server::routes;
+
+use super::extract::{BinaryBody, CiphertextBody, GalleryName};
+use super::router::JSON_LIMIT;
+use super::users::{check_count, CountQuery};
+use super::wire::parse_fresh_ciphertext;
+use super::{ApiError, ApiResult, AppState, ErrorCode, Limits, Service};
+
+/// The 1:N routes' state: the server's, and the service key with the
+/// galleries (present: these routes are routed only with them).
+#[derive(Debug)]
+pub struct GalleryState {
+    pub app: Arc<AppState>,
+    pub service: Arc<Service>,
+}
+
+impl FromRef<Arc<GalleryState>> for Limits {
+    fn from_ref(st: &Arc<GalleryState>) -> Self {
+        st.app.limits
+    }
+}
+
+/// The 1:N routes over `service`.
+pub(super) fn router(app: Arc<AppState>, service: Arc<Service>) -> Router<Arc<AppState>> {
+    Router::new()
+        .route(routes::SERVICE_PUBLIC_KEY, get(service_public_key))
+        .route(routes::GALLERIES, get(gallery_list))
+        .route(routes::GALLERY, get(gallery_info).delete(gallery_delete))
+        .route(routes::GALLERY_TEMPLATES, post(gallery_add))
+        .route(routes::GALLERY_TEMPLATE, delete(gallery_erase))
+        .route(
+            routes::GALLERY_IDENTIFY,
+            post(gallery_identify).layer(DefaultBodyLimit::max(JSON_LIMIT)),
+        )
+        .with_state(Arc::new(GalleryState { app, service }))
+}
+
+/// The same routes without `--service-key`: 404 `identify_disabled`, after
+/// reading the body as the route with galleries would (so a body over the
+/// limit is still 413).
+pub(super) fn disabled_router() -> Router<Arc<AppState>> {
+    Router::new()
+        .route(routes::SERVICE_PUBLIC_KEY, get(disabled))
+        .route(routes::GALLERIES, get(disabled))
+        .route(routes::GALLERY, get(disabled).delete(disabled))
+        .route(routes::GALLERY_TEMPLATES, post(disabled_upload))
+        .route(routes::GALLERY_TEMPLATE, delete(disabled))
+        .route(
+            routes::GALLERY_IDENTIFY,
+            post(disabled_json).layer(DefaultBodyLimit::max(JSON_LIMIT)),
+        )
+}
+
+fn identify_disabled() -> ApiError {
+    ApiError::new(
+        ErrorCode::IdentifyDisabled,
+        "1:N identification is off: start the server with --service-key",
+    )
+}
+
+async fn disabled() -> ApiError {
+    identify_disabled()
+}
+
+async fn disabled_upload(_: CiphertextBody) -> ApiError {
+    identify_disabled()
+}
+
+async fn disabled_json(_: Result<Json<IgnoredAny>, JsonRejection>) -> ApiError {
+    identify_disabled()
+}
+
+/// The service public key (1:N mode), for encrypting gallery templates.
+async fn service_public_key(State(st): State<Arc<GalleryState>>) -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/octet-stream")],
+        st.service.pk.to_bytes(),
+    )
+        .into_response()
+}
+
+#[derive(Debug, Serialize)]
+pub(super) struct GalleryAdded {
+    gallery: String,
+    /// Index of the first template of this ciphertext in the gallery.
+    first_index: usize,
+    count: u32,
+    templates: usize,
+}
+
+async fn gallery_add(
+    State(st): State<Arc<GalleryState>>,
+    gallery: ApiResult<GalleryName>,
+    query: Result<Query<CountQuery>, QueryRejection>,
+    BinaryBody(body, _): CiphertextBody,
+) -> ApiResult<(StatusCode, Json<GalleryAdded>)> {
+    let GalleryName(gallery) = gallery?;
+    let count = check_count(&st.app, query)?;
+    let params = st.app.params.clone();
+    let body2 = body.clone();
+    let ct = st
+        .app
+        .compute(move || parse_fresh_ciphertext(&params, "gallery template", &body2))
+        .await??;
+    // Appends are serialized, so memory and disk agree on the order.
+    let g = gallery.clone();
+    let store = st.app.store.clone();
+    let (first_index, templates) = st
+        .service
+        .galleries
+        .append(&gallery, ct, count, move || {
+            store.add_gallery_template(&g, &body, count).map(drop)
+        })
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(GalleryAdded {
+            gallery,
+            first_index,
+            count,
+            templates,
+        }),
+    ))
+}
+
+/// A gallery's counts, as `GET /v1/galleries` lists them (fields in name
+/// order, as serde_json's maps had them).
+#[derive(Debug, Serialize)]
+struct GalleryCounts {
+    ciphertexts: usize,
+    erased: usize,
+    gallery: String,
+    templates: usize,
+}
+
+impl GalleryCounts {
+    fn of(name: &str, g: &Gallery) -> Self {
+        Self {
+            ciphertexts: g.ciphertexts(),
+            erased: g.erased(),
+            gallery: name.to_string(),
+            templates: g.len(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct GalleryList {
+    galleries: Vec<GalleryCounts>,
+}
+
+/// `GET /v1/galleries`: every gallery with its counts, by name.
+async fn gallery_list(State(st): State<Arc<GalleryState>>) -> ApiResult<Json<GalleryList>> {
+    let galleries = st.service.galleries.list(GalleryCounts::of)?;
+    Ok(Json(GalleryList { galleries }))
+}
+
+/// `GET /v1/galleries/{gallery}`.
+#[derive(Debug, Serialize)]
+struct GalleryInfo {
+    ciphertexts: usize,
+    erased: usize,
+    gallery: String,
+    memory_bytes: usize,
+    templates: usize,
+    templates_per_ciphertext: usize,
+}
+
+/// `GET /v1/galleries/{gallery}`: counts, no ciphertext bytes.
+async fn gallery_info(
+    State(st): State<Arc<GalleryState>>,
+    gallery: ApiResult<GalleryName>,
+) -> ApiResult<Json<GalleryInfo>> {
+    let GalleryName(gallery) = gallery?;
+    let per = pack::templates_per_ciphertext(&st.app.params, st.app.dim);
+    let info = st.service.galleries.with(&gallery, |g| {
+        let GalleryCounts {
+            ciphertexts,
+            erased,
+            gallery,
+            templates,
+        } = GalleryCounts::of(&gallery, g);
+        Ok(GalleryInfo {
+            ciphertexts,
+            erased,
+            gallery,
+            memory_bytes: g.memory_bytes(),
+            templates,
+            templates_per_ciphertext: per,
+        })
+    })?;
+    Ok(Json(info))
+}
+
+/// `DELETE /v1/galleries/{gallery}/templates/{index}`: erases one template
+/// (its ciphertext is replaced by one without it); the others keep their
+/// indices.
+async fn gallery_erase(
+    State(st): State<Arc<GalleryState>>,
+    gallery: ApiResult<GalleryName>,
+    path: Result<Path<(String, String)>, axum::extract::rejection::PathRejection>,
+) -> ApiResult<StatusCode> {
+    let GalleryName(gallery) = gallery?;
+    let Path((_, index)) = path?;
+    let index: usize = index.parse().map_err(|_| {
+        ApiError::new(
+            ErrorCode::BadIndex,
+            "a template index is a non-negative integer",
+        )
+    })?;
+    let svc = &st.service;
+    let store = st.app.store.clone();
+    let g = gallery.clone();
+    let left = svc
+        .galleries
+        .erase(&gallery, index, (&svc.sk, &svc.pk), move |seq, ct, mask| {
+            store.erase_gallery_template(&g, seq, &ct, mask)
+        })
+        .await?;
+    tracing::info!(gallery = %gallery, index, templates = left, "template erased");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE /v1/galleries/{gallery}`: removes the gallery and its templates.
+async fn gallery_delete(
+    State(st): State<Arc<GalleryState>>,
+    gallery: ApiResult<GalleryName>,
+) -> ApiResult<StatusCode> {
+    let GalleryName(gallery) = gallery?;
+    let store = st.app.store.clone();
+    let g = gallery.clone();
+    st.service
+        .galleries
+        .remove(&gallery, move || store.delete_gallery(&g))
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Debug, Deserialize)]
+pub(super) struct IdentifyRequest {
+    embedding: Vec<f32>,
+    #[serde(default = "default_top_k")]
+    top_k: usize,
+}
+
+fn default_top_k() -> usize {
+    5
+}
+
+/// The reply of `POST /v1/galleries/{gallery}/identify`.
+#[derive(Debug, Serialize)]
+struct Identified {
+    gallery: String,
+    /// Best first.
+    matches: Vec<Ranked>,
+}
+
+/// One match of an identification.
+#[derive(Debug, Serialize)]
+struct Ranked {
+    cosine: f64,
+    index: usize,
+    score: i64,
+}
+
+async fn gallery_identify(
+    State(st): State<Arc<GalleryState>>,
+    gallery: ApiResult<GalleryName>,
+    body: Result<Json<IdentifyRequest>, JsonRejection>,
+) -> ApiResult<Json<Identified>> {
+    let GalleryName(gallery) = gallery?;
+    let Json(req) = body?;
+    if req.top_k == 0 || req.top_k > 100 {
+        return Err(ApiError::new(
+            ErrorCode::BadTopK,
+            "top_k must be in 1..=100",
+        ));
+    }
+    let svc = st.service.clone();
+    let g = gallery.clone();
+    let matches = st
+        .app
+        .compute(move || -> ApiResult<_> {
+            svc.galleries.with(&g, |gal| {
+                Ok(svc
+                    .identifier
+                    .identify(gal, &svc.sk, &req.embedding, req.top_k)?)
+            })
+        })
+        .await??;
+    let matches = matches
+        .iter()
+        .map(|m| Ranked {
+            cosine: m.cosine,
+            index: m.index,
+            score: m.score,
+        })
+        .collect();
+    Ok(Json(Identified { gallery, matches }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed replies are byte for byte the JSON objects they replaced.
+    #[test]
+    fn replies_serialize_as_the_json_objects_they_replaced() {
+        let counts = GalleryCounts {
+            ciphertexts: 2,
+            erased: 1,
+            gallery: "staff".into(),
+            templates: 63,
+        };
+        let old = serde_json::json!({
+            "gallery": "staff", "templates": 63, "erased": 1, "ciphertexts": 2,
+        });
+        assert_eq!(serde_json::to_string(&counts).unwrap(), old.to_string());
+        let list = GalleryList {
+            galleries: vec![counts],
+        };
+        let old = serde_json::json!({ "galleries": [old] });
+        assert_eq!(serde_json::to_string(&list).unwrap(), old.to_string());
+        let info = GalleryInfo {
+            ciphertexts: 2,
+            erased: 1,
+            gallery: "staff".into(),
+            memory_bytes: 1 << 20,
+            templates: 63,
+            templates_per_ciphertext: 32,
+        };
+        let old = serde_json::json!({
+            "gallery": "staff", "templates": 63, "erased": 1, "ciphertexts": 2,
+            "templates_per_ciphertext": 32, "memory_bytes": 1 << 20,
+        });
+        assert_eq!(serde_json::to_string(&info).unwrap(), old.to_string());
+        let identified = Identified {
+            gallery: "staff".into(),
+            matches: vec![Ranked {
+                cosine: 0.1,
+                index: 7,
+                score: -3,
+            }],
+        };
+        let old = serde_json::json!({
+            "gallery": "staff",
+            "matches": [{ "index": 7, "score": -3, "cosine": 0.1 }],
+        });
+        assert_eq!(serde_json::to_string(&identified).unwrap(), old.to_string());
+    }
+}

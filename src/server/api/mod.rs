@@ -1,0 +1,43 @@
+//! The HTTP API (docs/API.md): routes, handlers, JSON errors, static files.
+//!
+//! Handlers never run homomorphic work or SQLite on a thread that is doing
+//! the runtime's I/O: a verification computes on its own thread after handing
+//! the I/O duties to another ([`AppState::compute_here`]), other parsing and
+//! 1:N matching go to the rayon pool ([`AppState::compute`]), store calls to
+//! tokio's blocking pool; a verification's audit row is journaled by its own
+//! thread (one `write`) and moved into the database by the audit flusher.
+//!
+//! * [`router`]: the routes and their layers.
+//! * [`state`]: [`AppState`], [`Service`], [`Limits`].
+//! * [`error`]: [`ApiError`] and the conversions into it; [`code`]: the
+//!   [`ErrorCode`] of each (docs/API.md's error table).
+//! * [`extract`]: checked names and size-limited binary bodies.
+//! * `users`, `verify`, `galleries`, `meta`, `static_files`: the handlers,
+//!   by resource; `log`: the request-logging middleware.
+
+pub mod code;
+pub mod error;
+pub mod extract;
+mod galleries;
+mod log;
+pub mod meta;
+pub mod router;
+pub mod state;
+mod static_files;
+mod users;
+mod verify;
+mod wire;
+
+pub use code::ErrorCode;
+pub use error::{ApiError, ApiResult};
+pub use extract::{check_name, MAX_NAME_LEN};
+pub use meta::params_description;
+pub use router::router;
+pub use state::{AppState, Limits, Service};
+pub use wire::{frame_keys, split_keys};
+
+/// The Content-Security-Policy sent with every response: same-origin
+/// everything, plus `'wasm-unsafe-eval'` so the page can compile the package's
+/// WebAssembly. Nothing broader.
+pub const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
+object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";

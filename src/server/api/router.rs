@@ -1,0 +1,54 @@
+//! The router: the routes of [`crate::server::routes::ROUTES`], their body
+//! limits, the fallbacks and the request-logging layer.
+
+use std::sync::Arc;
+
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::middleware;
+use axum::routing::{get, post, put};
+use axum::Router;
+
+use crate::server::routes;
+
+use super::extract::drain;
+use super::{galleries, log, meta, static_files, users, verify, ApiError, AppState};
+
+/// Largest JSON body (identify).
+pub(super) const JSON_LIMIT: usize = 64 * 1024;
+
+/// Builds the router. The 1:N routes are the galleries' own router with a
+/// service key, and answer 404 `identify_disabled` without one.
+pub fn router(state: Arc<AppState>) -> Router {
+    let one_to_n = match &state.service {
+        Some(service) => galleries::router(state.clone(), service.clone()),
+        None => galleries::disabled_router(),
+    };
+    // Binary routes enforce `state.limits` in their body extractor; JSON
+    // routes use axum's DefaultBodyLimit.
+    Router::new()
+        .route(routes::HEALTHZ, get(meta::healthz))
+        .route(routes::METRICS, get(meta::metrics))
+        .route(routes::PARAMS, get(meta::params_info))
+        .route(
+            routes::USER,
+            get(users::user_info).delete(users::delete_user),
+        )
+        .route(routes::USER_KEYS, put(users::put_keys))
+        .route(routes::USER_TEMPLATE, put(users::put_template))
+        .route(routes::USER_VERIFY, post(verify::verify))
+        .merge(one_to_n)
+        .fallback(static_files::static_files)
+        // After the merge: it reaches the 1:N routes too.
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(JSON_LIMIT))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            log::request_log,
+        ))
+        .with_state(state)
+}
+
+async fn method_not_allowed(req: Request) -> ApiError {
+    drain(req.into_body()).await;
+    ApiError::method_not_allowed()
+}

@@ -1,0 +1,172 @@
+//! The handlers' shared state: [`AppState`], the 1:N [`Service`], the
+//! per-route [`Limits`], and where work runs (the rayon pool, a matching
+//! slot on the current thread, tokio's blocking pool for the store).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use crate::bfv::{Params, PublicKey, SecretKey};
+use crate::matching::{Identifier, Verifier};
+use crate::server::cache::UserCache;
+use crate::server::gallery::Galleries;
+use crate::server::metrics::Metrics;
+use crate::server::store::{AuditLog, Store, StoreError};
+
+use super::ApiError;
+
+/// Per-route body limits, derived from the parameters: the largest valid
+/// object of each kind (anything longer is refused with 413 and never
+/// buffered past the limit).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct Limits {
+    /// A ciphertext of size 3 over every prime of Q, unseeded.
+    pub ciphertext: usize,
+    /// The keys framing: two length prefixes, an unseeded public key and an
+    /// unseeded relinearization key.
+    pub keys: usize,
+}
+
+impl Limits {
+    /// The limits for `params`.
+    pub fn new(params: &Params) -> Self {
+        let n = params.degree();
+        let bits = |q: u32| (32 - q.leading_zeros()) as usize;
+        let poly_q: usize = params
+            .ciphertext_primes()
+            .iter()
+            .map(|&q| n * bits(q) / 8)
+            .sum();
+        let poly_qp = poly_q + n * bits(params.special_prime()) / 8;
+        let header = crate::bfv::HEADER_LEN;
+        let ciphertext = header + 2 + 3 * poly_q;
+        let pk = header + 2 * poly_q;
+        let rk = header + params.limbs() * 2 * poly_qp;
+        Self {
+            ciphertext,
+            keys: 8 + pk + rk,
+        }
+    }
+}
+
+/// Shared state of the handlers.
+#[derive(Debug)]
+pub struct AppState {
+    pub params: Params,
+    pub dim: usize,
+    pub verifier: Verifier,
+    pub store: Arc<Store>,
+    /// The audit log (see [`AuditLog::record`]).
+    pub audit: AuditLog,
+    /// Parsed keys and templates of recent users.
+    pub cache: UserCache,
+    pub pool: rayon::ThreadPool,
+    /// Jobs queued on or running on `pool`.
+    pub permits: tokio::sync::Semaphore,
+    /// Verifications computing at once ([`AppState::compute_here`]); one
+    /// per matching thread.
+    pub slots: tokio::sync::Semaphore,
+    pub limits: Limits,
+    pub www: PathBuf,
+    pub pkg: PathBuf,
+    /// 1:N mode: the service key and the galleries (`serve --service-key`).
+    pub service: Option<Arc<Service>>,
+    /// Request counters for `GET /metrics`.
+    pub metrics: Metrics,
+}
+
+/// 1:N state: the operator's service key and the in-memory galleries.
+pub struct Service {
+    pub sk: SecretKey,
+    pub pk: PublicKey,
+    pub identifier: Identifier,
+    pub galleries: Galleries,
+}
+
+impl std::fmt::Debug for Service {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Service { .. }")
+    }
+}
+
+impl AppState {
+    /// Runs `f` on the rayon pool (bounded by the semaphore), so slow
+    /// homomorphic work never blocks an I/O thread.
+    pub async fn compute<T, F>(&self, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let _permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|_| ApiError::internal("worker pool closed"))?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.pool.spawn(move || {
+            // A panic must not reach rayon (whose default is to abort the
+            // process): it becomes a 500 for this request only.
+            let out = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+            if out.is_err() {
+                tracing::error!("a matching task panicked");
+            }
+            let _ = tx.send(out.ok());
+        });
+        rx.await
+            .ok()
+            .flatten()
+            .ok_or_else(|| ApiError::internal("worker task failed"))
+    }
+
+    /// Runs `f` on the current thread once one of the `--threads` matching
+    /// slots is free, after handing this thread's I/O duties (tokio's worker
+    /// core) to another thread with `block_in_place`: no other request waits
+    /// behind `f`, and neither the job nor its result crosses to another
+    /// thread. This is the verify path: handing a verification to the pool
+    /// and its result back cost 40–80 µs per request on a 2-core machine,
+    /// a sixth of the matching. Outside a multi-threaded runtime it is
+    /// [`AppState::compute`].
+    pub async fn compute_here<T, F>(&self, f: F) -> Result<T, ApiError>
+    where
+        T: Send + 'static,
+        F: FnOnce() -> T + Send + 'static,
+    {
+        let multi_thread = tokio::runtime::Handle::try_current()
+            .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+        if !multi_thread {
+            return self.compute(f).await;
+        }
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .map_err(|_| ApiError::internal("worker pool closed"))?;
+        tokio::task::block_in_place(|| {
+            // As on the pool: a panic is a 500 for this request only.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| {
+                tracing::error!("a matching task panicked");
+                ApiError::internal("worker task failed")
+            })
+        })
+    }
+}
+
+/// Runs a store call on tokio's blocking pool.
+pub(super) async fn db<T, F>(store: &Arc<Store>, f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+{
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || f(&store))
+        .await
+        .map_err(|_| ApiError::internal("store task failed"))?
+        .map_err(ApiError::from)
+}
+
+impl axum::extract::FromRef<Arc<AppState>> for Limits {
+    fn from_ref(st: &Arc<AppState>) -> Self {
+        st.limits
+    }
+}

@@ -1,0 +1,206 @@
+//! `POST /v1/users/{user}/verify`: a probe against the user's template, on
+//! the current thread once a matching slot is free
+//! ([`AppState::compute_here`]), its audit row journaled before the reply.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+
+use crate::bfv::{Ciphertext, Params, PublicKey, RelinKey};
+use crate::matching::Verifier;
+use crate::server::cache::Loaded;
+use crate::server::store::{now_millis, AuditRow, UserRecord};
+
+use super::extract::{BinaryBody, CiphertextBody, UserName};
+use super::state::db;
+use super::wire::parse_fresh_ciphertext;
+use super::{ApiError, ApiResult, AppState, ErrorCode};
+
+/// Where a verification's time went (reported in `Server-Timing` and in
+/// the request's log line).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct VerifyTimes {
+    /// Waiting for a matching thread.
+    pub queue_us: u64,
+    /// Parsing the probe and the stored keys and template.
+    pub parse_us: u64,
+    /// `Verifier::verify` and serializing the reply.
+    pub match_us: u64,
+    /// Journaling the audit row.
+    pub audit_us: u64,
+    /// Store reads and journaling the audit row: storage time on the
+    /// request's path.
+    pub db_us: u64,
+    /// Scores in the reply.
+    pub count: u32,
+}
+
+impl VerifyTimes {
+    /// The `Server-Timing` header's value.
+    fn server_timing(&self) -> String {
+        let ms = |us: u64| us as f64 / 1000.0;
+        format!(
+            "db;dur={:.3}, audit;dur={:.3}, queue;dur={:.3}, parse;dur={:.3}, match;dur={:.3}",
+            ms(self.db_us),
+            ms(self.audit_us),
+            ms(self.queue_us),
+            ms(self.parse_us),
+            ms(self.match_us)
+        )
+    }
+}
+
+/// A verification's reply bytes and where its time went.
+struct Verified {
+    reply: Vec<u8>,
+    times: VerifyTimes,
+}
+
+pub(super) async fn verify(
+    State(st): State<Arc<AppState>>,
+    user: ApiResult<UserName>,
+    BinaryBody(body, _): CiphertextBody,
+) -> ApiResult<Response> {
+    let UserName(user) = user?;
+    let Verified { reply, times: t } = verify_user(&st, user, body).await?;
+    st.metrics
+        .verify_phases([t.queue_us, t.parse_us, t.match_us, t.audit_us, t.db_us]);
+    let timing = t.server_timing();
+    let mut resp = (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            ),
+            (
+                header::HeaderName::from_static("x-template-count"),
+                HeaderValue::from(t.count),
+            ),
+            (
+                header::HeaderName::from_static("server-timing"),
+                HeaderValue::from_str(&timing).unwrap_or(HeaderValue::from_static("")),
+            ),
+        ],
+        reply,
+    )
+        .into_response();
+    // Logged with the request's one line (see `log::request_log`).
+    resp.extensions_mut().insert(t);
+    Ok(resp)
+}
+
+/// Verifies `probe` against `user`'s template: the user's parsed objects
+/// come from the cache, or are read and parsed (and then cached).
+async fn verify_user(st: &Arc<AppState>, user: String, probe: Bytes) -> ApiResult<Verified> {
+    let mut db_us = 0;
+    let cached = st.cache.get(&user);
+    let (stamp, record) = match &cached {
+        Some(_) => (None, None),
+        None => {
+            let t_db = Instant::now();
+            let stamp = st.cache.stamp();
+            let u = user.clone();
+            let rec = db(&st.store, move |s| s.load_user(&u))
+                .await?
+                .ok_or_else(ApiError::unknown_user)?;
+            if rec.template.is_none() {
+                return Err(ApiError::new(
+                    ErrorCode::NoTemplate,
+                    "this user has no enrolled template",
+                ));
+            }
+            db_us += t_db.elapsed().as_micros() as u64;
+            (Some(stamp), Some(rec))
+        }
+    };
+    let state = Arc::clone(st);
+    let audit_user = user.clone();
+    let queued = Instant::now();
+    let (reply, loaded, mut t) = st
+        .compute_here(move || -> ApiResult<(Vec<u8>, Arc<Loaded>, VerifyTimes)> {
+            let start = Instant::now();
+            let queue_us = queued.elapsed().as_micros() as u64;
+            let (params, verifier) = (&state.params, &state.verifier);
+            let probe = parse_fresh_ciphertext(params, "probe", &probe)?;
+            let loaded = match (cached, record) {
+                (Some(l), _) => l,
+                (None, Some(rec)) => Arc::new(parse_record(params, verifier, rec)?),
+                (None, None) => return Err(ApiError::internal("no user record")),
+            };
+            let parse_us = start.elapsed().as_micros() as u64;
+            let reply = verifier.verify_prepared(
+                &loaded.template,
+                &probe,
+                &loaded.pk,
+                loaded.rk.as_ref(),
+            )?;
+            // Relinearized, the reply goes out in its compact form.
+            let bytes = match loaded.rk {
+                Some(_) => verifier.compact(&reply)?.to_bytes(),
+                None => reply.to_bytes(),
+            };
+            let total = start.elapsed().as_micros() as u64;
+            // The audit row, journaled before the reply is sent (see
+            // `AuditLog`). Its time is storage time, not part of `match`.
+            let audit = state
+                .audit
+                .record(AuditRow {
+                    user: audit_user,
+                    ts: now_millis(),
+                    outcome: "ok".into(),
+                    duration_us: total,
+                })
+                .map_err(ApiError::audit)?;
+            let audit_us = audit.as_micros() as u64;
+            Ok((
+                bytes,
+                loaded,
+                VerifyTimes {
+                    queue_us,
+                    parse_us,
+                    match_us: total - parse_us,
+                    audit_us,
+                    db_us: audit_us,
+                    count: 0,
+                },
+            ))
+        })
+        .await??;
+    t.count = loaded.count;
+    if let Some(stamp) = stamp {
+        st.cache.insert(&user, stamp, loaded);
+    }
+    t.db_us += db_us;
+    Ok(Verified { reply, times: t })
+}
+
+/// Parses a stored user record (keys and template) and prepares the
+/// template for repeated verifications.
+fn parse_record(params: &Params, verifier: &Verifier, rec: UserRecord) -> ApiResult<Loaded> {
+    let (template, count) = rec
+        .template
+        .ok_or_else(|| ApiError::internal("no template"))?;
+    let pk = PublicKey::from_bytes(params, &rec.public_key)
+        .map_err(|e| ApiError::corrupt("public key", e))?;
+    let rk = match &rec.relin_key {
+        Some(b) => Some(
+            RelinKey::from_bytes(params, b)
+                .map_err(|e| ApiError::corrupt("relinearization key", e))?,
+        ),
+        None => None,
+    };
+    let template =
+        Ciphertext::from_bytes(params, &template).map_err(|e| ApiError::corrupt("template", e))?;
+    let template = verifier.prepare_template(&template)?;
+    Ok(Loaded {
+        pk,
+        rk,
+        template,
+        count,
+    })
+}

@@ -1,0 +1,160 @@
+//! The `blindmatch-server` command line: its flags (clap) and the dispatch
+//! to each subcommand.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use super::{admin, bench, serve};
+
+/// `blindmatch-server`: encrypted face matching over HTTP.
+#[derive(Debug, Parser)]
+#[command(name = "blindmatch-server", version, about)]
+pub struct Cli {
+    /// Log level: error, warn, info, debug or trace.
+    #[arg(long, global = true, env = "BLINDMATCH_LOG", default_value = "info")]
+    pub log: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the HTTP API, the demo page and the package.
+    Serve(ServeArgs),
+    /// Write a service key pair for 1:N identification.
+    Keygen(KeygenArgs),
+    /// Measure matching throughput on this machine.
+    Bench(BenchArgs),
+    /// Copy the database to a new file, consistently, while a server may be
+    /// serving it (restore: serve with `--db` pointing at the copy).
+    Backup(BackupArgs),
+    /// Print the audit log of verifications (JSON lines, oldest first), read
+    /// while a server may be serving the database.
+    Audit(AuditArgs),
+}
+
+/// `serve` flags (each also read from an environment variable).
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port; the chosen address is
+    /// printed on stdout).
+    #[arg(long, env = "BLINDMATCH_BIND", default_value = "127.0.0.1:8080")]
+    pub bind: SocketAddr,
+    /// SQLite database file (created, with its directory, if missing).
+    #[arg(long, env = "BLINDMATCH_DB", default_value = "./data/blindmatch.db")]
+    pub db: PathBuf,
+    /// Matching threads (default: one per core).
+    #[arg(long, env = "BLINDMATCH_THREADS")]
+    pub threads: Option<usize>,
+    /// Directory served at `/` (the demo page).
+    #[arg(long, env = "BLINDMATCH_WWW", default_value = "www")]
+    pub www: PathBuf,
+    /// Directory served at `/pkg/` (the npm package).
+    #[arg(long, env = "BLINDMATCH_PKG", default_value = "pkg")]
+    pub pkg: PathBuf,
+    /// Embedding dimension (64, 128, 256 or 512).
+    #[arg(long, env = "BLINDMATCH_DIM", default_value_t = 128)]
+    pub dim: usize,
+    /// Users whose parsed keys and prepared template are kept in memory
+    /// (0: none); about 0.7 MiB each with a relinearization key.
+    #[arg(long, env = "BLINDMATCH_CACHE_USERS", default_value_t = 256)]
+    pub cache_users: usize,
+    /// Service secret key file (from `keygen`): turns on 1:N identification.
+    #[arg(long, env = "BLINDMATCH_SERVICE_KEY")]
+    pub service_key: Option<PathBuf>,
+    /// Remove audit rows older than this many days (at start, then hourly;
+    /// 0 keeps them all).
+    #[arg(long, env = "BLINDMATCH_AUDIT_RETENTION_DAYS", default_value_t = 0)]
+    pub audit_retention_days: u32,
+}
+
+/// `keygen` flags.
+#[derive(Debug, clap::Args)]
+pub struct KeygenArgs {
+    /// Directory for `service.sk` (secret, mode 0600) and `service.pk`.
+    #[arg(long, env = "BLINDMATCH_KEY_DIR", default_value = "./data")]
+    pub out: PathBuf,
+    /// Overwrite existing key files.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `backup` flags.
+#[derive(Debug, clap::Args)]
+pub struct BackupArgs {
+    /// The database to copy.
+    #[arg(long, env = "BLINDMATCH_DB", default_value = "./data/blindmatch.db")]
+    pub db: PathBuf,
+    /// The new file (must not exist).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// `audit` flags.
+#[derive(Debug, clap::Args)]
+pub struct AuditArgs {
+    /// The database to read.
+    #[arg(long, env = "BLINDMATCH_DB", default_value = "./data/blindmatch.db")]
+    pub db: PathBuf,
+    /// Only this user's verifications.
+    #[arg(long)]
+    pub user: Option<String>,
+    /// Only rows from this time on (milliseconds since the Unix epoch).
+    #[arg(long, default_value_t = 0)]
+    pub since: i64,
+    /// At most this many rows, the most recent.
+    #[arg(long, default_value_t = 100)]
+    pub limit: usize,
+}
+
+/// `bench` flags.
+#[derive(Debug, clap::Args)]
+pub struct BenchArgs {
+    /// Verifications per measurement.
+    #[arg(long, default_value_t = 40)]
+    pub verifications: usize,
+    /// Gallery templates for the 1:N measurement (a multiple of 32 is exact).
+    #[arg(long, default_value_t = 32 * 256)]
+    pub gallery: usize,
+    /// Threads for the all-cores measurement (default: one per core).
+    #[arg(long, env = "BLINDMATCH_THREADS")]
+    pub threads: Option<usize>,
+}
+
+/// Entry point of the `blindmatch-server` binary.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(&cli.log);
+    // BLINDMATCH_BACKEND is read by the library, which cannot refuse it;
+    // a name this machine cannot run stops the server here.
+    let result = crate::Backend::from_env().and_then(|_| match cli.command {
+        Command::Serve(args) => serve::serve_main(args),
+        Command::Keygen(args) => admin::keygen(&args),
+        Command::Bench(args) => bench::bench(&args),
+        Command::Backup(args) => admin::backup(&args),
+        Command::Audit(args) => admin::audit(&args),
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("blindmatch-server: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(level: &str) {
+    let level = level
+        .parse::<tracing::Level>()
+        .unwrap_or(tracing::Level::INFO);
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
+}

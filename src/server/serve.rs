@@ -1,0 +1,148 @@
+//! `blindmatch-server serve`: the runtime, the state, the listener, and a
+//! graceful stop on SIGINT/SIGTERM.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::bfv::{Params, PublicKey, SecretKey};
+use crate::matching::{Identifier, Verifier};
+
+use super::api::{self, AppState, Limits};
+use super::cli::ServeArgs;
+use super::store::{self, Store};
+use super::{cache, conn, cores, gallery, metrics, params};
+
+pub(super) fn serve_main(args: ServeArgs) -> Result<(), String> {
+    let threads = args.threads.unwrap_or_else(cores).max(1);
+    // One I/O worker: HTTP costs a few microseconds of CPU per request, and a
+    // second worker only added cross-thread wake-ups (each readiness event
+    // woke the idle one). Verifications hand this worker's duties to a
+    // fresh thread while they compute (`AppState::compute_here`), so a
+    // multi-threaded runtime is still required.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| format!("tokio runtime: {e}"))?;
+    rt.block_on(serve(args, threads))
+}
+
+/// Opens the store, builds the state and serves until SIGINT/SIGTERM.
+async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
+    let params = params();
+    let verifier = Verifier::new(&params, args.dim).map_err(|e| format!("--dim: {e}"))?;
+    if let Some(dir) = args.db.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let store = Arc::new(Store::open(&args.db).map_err(|e| format!("{}: {e}", args.db.display()))?);
+    let service = match &args.service_key {
+        Some(path) => Some(Arc::new(load_service(path, &params, args.dim, &store)?)),
+        None => None,
+    };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("match-{i}"))
+        .panic_handler(|_| tracing::error!("panic on a matching thread"))
+        .build()
+        .map_err(|e| format!("thread pool: {e}"))?;
+    let retention = (args.audit_retention_days > 0)
+        .then(|| Duration::from_secs(u64::from(args.audit_retention_days) * 86_400));
+    let audit = store::AuditLog::start(store.clone(), retention)
+        .map_err(|e| format!("audit thread: {e}"))?;
+    let on_stop = store.clone();
+    let state = Arc::new(AppState {
+        audit,
+        cache: cache::UserCache::new(args.cache_users),
+        limits: Limits::new(&params),
+        params,
+        dim: args.dim,
+        verifier,
+        store,
+        pool,
+        permits: tokio::sync::Semaphore::new(threads * 4),
+        slots: tokio::sync::Semaphore::new(threads),
+        www: args.www.clone(),
+        pkg: args.pkg.clone(),
+        service,
+        metrics: metrics::Metrics::default(),
+    });
+    let listener = tokio::net::TcpListener::bind(args.bind)
+        .await
+        .map_err(|e| format!("bind {}: {e}", args.bind))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!(
+        %addr,
+        db = %args.db.display(),
+        threads,
+        backend = crate::Backend::detect().name(),
+        identify = state.service.is_some(),
+        "serving"
+    );
+    // The first stdout line, for scripts and tests that bind port 0.
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "blindmatch-server listening on http://{addr}/");
+        let _ = out.flush();
+    }
+    // Connections with TCP_NODELAY whose exchanges are timed on the wire
+    // (each request's `sent` log line).
+    let app = api::router(state).into_make_service_with_connect_info::<conn::ConnInfo>();
+    axum::serve(conn::TimedListener(listener), app)
+        .with_graceful_shutdown(shutdown_signal())
+        .await
+        .map_err(|e| format!("server: {e}"))?;
+    // The journaled audit rows go into the database before the process
+    // ends (they would be recovered at the next start anyway).
+    match on_stop.flush_audit() {
+        Ok(rows) => tracing::info!(audit_rows = rows, "stopped"),
+        Err(e) => tracing::error!(error = %e, "audit flush at stop"),
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutting down");
+}
+
+fn load_service(
+    path: &Path,
+    params: &Params,
+    dim: usize,
+    store: &Store,
+) -> Result<api::Service, String> {
+    let mut bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let sk = SecretKey::from_bytes(params, &bytes);
+    zeroize::Zeroize::zeroize(&mut bytes);
+    let sk = sk.map_err(|e| format!("{}: {e}", path.display()))?;
+    let pk = PublicKey::new(&sk).map_err(|e| e.to_string())?;
+    let rows = store.gallery_rows().map_err(|e| e.to_string())?;
+    let galleries = gallery::Galleries::load(params, dim, rows)?;
+    let (g, t) = galleries.stats();
+    tracing::info!(galleries = g, templates = t, "1:N galleries loaded");
+    Ok(api::Service {
+        identifier: Identifier::new(params, dim).map_err(|e| e.to_string())?,
+        sk,
+        pk,
+        galleries,
+    })
+}
