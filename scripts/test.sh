@@ -309,12 +309,14 @@ fi
 if grep -qw avx2 /proc/cpuinfo 2>/dev/null; then
   NATIVE_ENV=(env BLINDMATCH_REQUIRE_BACKEND=avx2)
 else
-  echo "NOTE: this CPU has no AVX2; the native run tests the scalar backend only" >&2
+  if want native || want native-doc; then
+    echo "NOTE: this CPU has no AVX2; the native run tests the scalar backend only" >&2
+  fi
   NATIVE_ENV=(env)
 fi
 # avx512 is compiled in and tested whenever the CPU has it, but not required:
 # CI machines may lack it.
-if ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
+if { want native || want native-doc; } && ! grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
   echo "WARNING: this CPU has no AVX-512F; the avx512 backend is compiled but NOT tested here" >&2
 fi
 # Benches are left out of test runs (their setup builds a 100 000-template
