@@ -43,6 +43,9 @@ pub(crate) mod scalar;
 
 pub(crate) mod tables;
 
+#[cfg(test)]
+pub(crate) mod test_helpers;
+
 pub(crate) mod chacha;
 
 #[cfg(bm_avx)]
@@ -544,48 +547,36 @@ mod tests {
         }
     }
 
-    /// Every backend's scaled-message-plus-error kernel gives the exact
-    /// value, over lengths that end mid-vector and every `i8` error.
-    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
-    #[cfg_attr(not(target_arch = "wasm32"), test)]
-    fn scaled_plus_small_is_exact_on_every_backend() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 32) as u32
-        };
-        for q in [536_813_569u32, 1_073_707_009, 12_289] {
-            let m = Modulus::new(q as u64).unwrap();
-            for len in [0, 1, 3, 4, 5, 255, 256, 4096] {
-                let x: Vec<u32> = (0..len)
-                    .map(|i| {
-                        if i % 7 == 0 {
-                            u32::MAX - i as u32
-                        } else {
-                            next()
-                        }
-                    })
-                    .collect();
-                let e: Vec<i8> = (0..len)
-                    .map(|i| (i as i32 * 37 % 256 - 128) as i8)
-                    .collect();
-                let w = m.shoup(next() % q);
-                let want: Vec<u32> = x
-                    .iter()
-                    .zip(&e)
-                    .map(|(&x, &e)| {
-                        let v = (x as u64 * w.value as u64 % q as u64) as i64 + e as i64;
-                        v.rem_euclid(q as i64) as u32
-                    })
-                    .collect();
-                for b in Backend::available() {
-                    let mut got = vec![0; len];
-                    b.scaled_plus_small(&m, &x, w, &e, &mut got);
-                    assert_eq!(got, want, "{b:?} q {q} len {len}");
-                }
+    /// Declares kernel tests, each one call of a shared check, for
+    /// `cargo test` natively and wasm-bindgen-test on wasm32.
+    macro_rules! kernel_tests {
+        ($($(#[doc = $doc:literal])* fn $name:ident() => $check:ident;)*) => {$(
+            $(#[doc = $doc])*
+            #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+            #[cfg_attr(not(target_arch = "wasm32"), test)]
+            fn $name() {
+                test_helpers::$check();
             }
-        }
+        )*};
+    }
+
+    kernel_tests! {
+        /// Every backend's scaled-message-plus-error kernel gives the exact
+        /// value, over lengths that end mid-vector and every `i8` error.
+        fn scaled_plus_small_is_exact_on_every_backend() => check_scaled_plus_small;
+        /// Forward, inverse and scaled inverse transforms match scalar.
+        fn ntt_matches_scalar_on_every_backend() => check_ntt;
+        /// Plain, Montgomery, streamed and accumulated products match scalar,
+        /// and scalar matches `%`.
+        fn products_match_scalar_on_every_backend() => check_products;
+        /// Linear combinations of unreduced words are exact.
+        fn lincomb_is_exact_on_every_backend() => check_lincomb;
+        /// Two dot products reduced once are exact.
+        fn dot2_is_exact_on_every_backend() => check_dot2;
+        /// The f64 kernels of base conversion, scaling and decryption match
+        /// scalar.
+        fn f64_sums_match_scalar_on_every_backend() => check_f64_sums;
+        /// Rejection sampling and centred binomial errors match scalar.
+        fn sampling_kernels_match_scalar_on_every_backend() => check_sampling;
     }
 }

@@ -1,5 +1,5 @@
 //! The one `match` over backends. Every kernel call goes through
-//! [`dispatch!`], which writes each backend's arm, its `cfg` and the reason
+//! `dispatch!`, which writes each backend's arm, its `cfg` and the reason
 //! its `unsafe` is sound, once for the whole crate.
 
 /// `dispatch!(backend, kernel::<G>(args), [kinds], else fallback)`: for each

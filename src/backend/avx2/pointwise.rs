@@ -1,0 +1,377 @@
+//! The avx2 coefficient-wise kernels: products, multiply-accumulate,
+//! linear combinations, the f64 sums of base conversion, and the rest.
+
+use core::arch::x86_64::*;
+
+use crate::arith::{Modulus, ShoupConstant};
+use crate::backend::{scalar, MONT_TERMS, STREAM_PREFETCH};
+
+use super::lanes::*;
+
+/// Constants of the pointwise product: Montgomery, then a Shoup product by
+/// `2^32 mod q` to leave the Montgomery domain.
+#[derive(Clone, Copy)]
+struct ProductConsts {
+    q: __m256i,
+    q_neg_inv: __m256i,
+    r: Twiddle,
+}
+
+impl ProductConsts {
+    #[inline(always)]
+    unsafe fn new(m: &Modulus) -> Self {
+        let r = m.shoup(m.r());
+        // SAFETY: the caller runs on a CPU with AVX2.
+        unsafe {
+            Self {
+                q: _mm256_set1_epi32(m.value() as i32),
+                q_neg_inv: _mm256_set1_epi32(m.q_neg_inv() as i32),
+                r: Twiddle::splat(r.value, r.shoup),
+            }
+        }
+    }
+
+    /// `a · b mod q` in `[0, q)` for `a, b < q`.
+    #[inline(always)]
+    unsafe fn mul(self, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: the caller runs on a CPU with AVX2.
+        unsafe {
+            let x = mont_mul_lazy(a, b, self.q, self.q_neg_inv);
+            csub(mul_shoup_lazy(x, self.r, self.q), self.q)
+        }
+    }
+
+    /// `a · b · 2^-32 mod q` in `[0, q)` for `a, b < q`: the product by a
+    /// `b` held in Montgomery form.
+    #[inline(always)]
+    unsafe fn mul_mont(self, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: as for `mul`.
+        unsafe { csub(mont_mul_lazy(a, b, self.q, self.q_neg_inv), self.q) }
+    }
+
+    /// [`Self::mul`], or with `MONT` [`Self::mul_mont`].
+    #[inline(always)]
+    unsafe fn product<const MONT: bool>(self, a: __m256i, b: __m256i) -> __m256i {
+        // SAFETY: as for `mul`.
+        unsafe {
+            if MONT {
+                self.mul_mont(a, b)
+            } else {
+                self.mul(a, b)
+            }
+        }
+    }
+}
+
+/// `out = a · b mod q` (with `MONT`, the Montgomery product), bit-identical
+/// to [`scalar::mul`].
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn mul<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+    debug_assert!(a.len() == b.len() && a.len() == out.len());
+    let ((av, at), (bv, bt)) = (split_vectors(a), split_vectors(b));
+    let (ov, ot) = split_vectors_mut(out);
+    // SAFETY (whole block): AVX2 is enabled here, and the helpers need no more.
+    unsafe {
+        let k = ProductConsts::new(m);
+        for ((o, x), y) in ov.iter_mut().zip(av).zip(bv) {
+            store(o, k.product::<MONT>(load(x), load(y)));
+        }
+    }
+    scalar::mul::<MONT>(m, at, bt, ot);
+}
+
+/// `out = a · b mod q` as [`mul`], with non-temporal stores into the
+/// 32-byte-aligned part of `out`: for results that are not read again
+/// soon (a gallery's score ciphertexts), which then skip the read for
+/// ownership and leave the cache to the inputs.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+    debug_assert!(a.len() == b.len() && a.len() == out.len());
+    #[repr(C, align(32))]
+    struct Line([u32; 8]);
+    // SAFETY: `Line` is 8 plain `u32`s, so every bit pattern is valid.
+    let (head, body, tail) = unsafe { out.align_to_mut::<Line>() };
+    let (h, len) = (head.len(), body.len() * 8);
+    let (av, _) = split_vectors(&a[h..h + len]);
+    let (bv, _) = split_vectors(&b[h..h + len]);
+    // SAFETY (whole block): AVX2 is enabled here; every `Line` is
+    // 32-byte aligned, as the streaming store requires.
+    unsafe {
+        mul::<false>(m, &a[..h], &b[..h], head);
+        let k = ProductConsts::new(m);
+        for ((o, x), y) in body.iter_mut().zip(av).zip(bv) {
+            _mm_prefetch::<_MM_HINT_T0>(x.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+            _mm256_stream_si256(o.0.as_mut_ptr().cast(), k.mul(load(x), load(y)));
+        }
+        // Orders the streaming stores before whatever the caller does next
+        // (another thread may read the result).
+        _mm_sfence();
+        mul::<false>(m, &a[h + len..], &b[h + len..], tail);
+    }
+}
+
+/// `Σ_k a_k·x_k + b_k·y_k mod q`, equal to [`scalar::dot2`], for residues
+/// below `q < 2^30`: as the AVX-512 kernel, four products per 64-bit lane
+/// summed, their low and high halves accumulated apart, and the same
+/// prefetching ahead of `a` and `b`.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) -> u32 {
+    debug_assert!(
+        m.value() < 1 << 30 && a.len() == x.len() && b.len() == y.len() && a.len() == b.len()
+    );
+    debug_assert!(a.len() < 1 << 24);
+    let ((av, at), (xv, xt)) = (split_vectors(a), split_vectors(x));
+    let ((bv, bt), (yv, yt)) = (split_vectors(b), split_vectors(y));
+    let mut lanes = [[0u64; 4]; 2];
+    // SAFETY (whole block): AVX2 is enabled here, and the helpers need no
+    // more; the stores write 32 bytes into each `[u64; 4]`.
+    unsafe {
+        let low = _mm256_set1_epi64x(0xffff_ffff);
+        let (mut lo, mut hi) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+        for (((a, x), b), y) in av.iter().zip(xv).zip(bv).zip(yv) {
+            // As in the AVX-512 kernel: a hint, never a read. Every other
+            // vector starts a new 64-byte line.
+            _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+            _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+            let (a, x, b, y) = (load(a), load(x), load(b), load(y));
+            let even = _mm256_add_epi64(_mm256_mul_epu32(a, x), _mm256_mul_epu32(b, y));
+            let odd = _mm256_add_epi64(
+                _mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(x, 32)),
+                _mm256_mul_epu32(_mm256_srli_epi64(b, 32), _mm256_srli_epi64(y, 32)),
+            );
+            let s = _mm256_add_epi64(even, odd);
+            lo = _mm256_add_epi64(lo, _mm256_and_si256(s, low));
+            hi = _mm256_add_epi64(hi, _mm256_srli_epi64(s, 32));
+        }
+        _mm256_storeu_si256(lanes[0].as_mut_ptr().cast(), lo);
+        _mm256_storeu_si256(lanes[1].as_mut_ptr().cast(), hi);
+    }
+    let (lo, hi): (u64, u64) = (lanes[0].iter().sum(), lanes[1].iter().sum());
+    m.add(
+        scalar::join_halves(m, lo, hi),
+        scalar::dot2(m, at, xt, bt, yt),
+    )
+}
+
+/// `acc = acc + a · b mod q` (with `SUB`, `acc - a · b`; with `MONT`, the
+/// Montgomery product), bit-identical to [`scalar::mul_acc`].
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn mul_acc<const MONT: bool, const SUB: bool>(
+    m: &Modulus,
+    a: &[u32],
+    b: &[u32],
+    acc: &mut [u32],
+) {
+    debug_assert!(a.len() == b.len() && a.len() == acc.len());
+    let ((av, at), (bv, bt)) = (split_vectors(a), split_vectors(b));
+    let (cv, ct) = split_vectors_mut(acc);
+    // SAFETY (whole block): AVX2 is enabled here, and the helpers need no more.
+    unsafe {
+        let k = ProductConsts::new(m);
+        for ((s, x), y) in cv.iter_mut().zip(av).zip(bv) {
+            let p = k.product::<MONT>(load(x), load(y));
+            // The product is in [0, q): acc - p + q is in (0, 2q).
+            let sum = if SUB {
+                _mm256_sub_epi32(_mm256_add_epi32(load(s), k.q), p)
+            } else {
+                _mm256_add_epi32(load(s), p)
+            };
+            store(s, csub(sum, k.q));
+        }
+    }
+    scalar::mul_acc::<MONT, SUB>(m, at, bt, ct);
+}
+
+/// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, in `[0, q)` (the exact
+/// residue, as [`scalar::lincomb`] gives it), eight coefficients at a time.
+///
+/// With three or more terms, the products are summed in 64-bit lanes and
+/// reduced once per [`MONT_TERMS`] terms (see [`crate::backend::MONT_TERMS`]
+/// for the bounds, which need inputs below `2^31`). A block of eight in which
+/// some input has its top bit set is done again with a Shoup product per term,
+/// so any `u32` input gives the exact result.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn lincomb(
+    m: &Modulus,
+    inputs: &[&[u32]],
+    weights: &[ShoupConstant],
+    out: &mut [u32],
+) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == weights.len());
+    if inputs.len() < 3 {
+        // SAFETY: AVX2, as this function's caller guarantees.
+        return unsafe { lincomb_shoup(m, inputs, weights, out) };
+    }
+    let mont: Vec<u32> = weights.iter().map(|w| m.to_montgomery(w.value)).collect();
+    let whole = n / 8 * 8;
+    // SAFETY (whole block): AVX2 is enabled here. Every input holds at least
+    // `n` values (asserted above) and `b + 8 <= whole <= n`, so each unaligned
+    // load and store stays inside its slice.
+    unsafe {
+        let q = _mm256_set1_epi32(m.value() as i32);
+        let two_q = _mm256_set1_epi32((2 * m.value()) as i32);
+        let q_neg_inv = _mm256_set1_epi32(m.q_neg_inv() as i32);
+        let mut b = 0;
+        while b < whole {
+            let mut acc = _mm256_setzero_si256();
+            let mut seen = _mm256_setzero_si256();
+            for (xs, ws) in inputs.chunks(MONT_TERMS).zip(mont.chunks(MONT_TERMS)) {
+                // 64-bit sums: even lanes in `even`, odd lanes in `odd`.
+                let (mut even, mut odd) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+                for (x, &w) in xs.iter().zip(ws) {
+                    let w = _mm256_set1_epi32(w as i32);
+                    let v = _mm256_loadu_si256(x.as_ptr().add(b).cast());
+                    seen = _mm256_or_si256(seen, v);
+                    even = _mm256_add_epi64(even, _mm256_mul_epu32(v, w));
+                    odd = _mm256_add_epi64(odd, _mm256_mul_epu32(_mm256_srli_epi64::<32>(v), w));
+                }
+                // (s + m·q) / 2^32 with m = s·(−q^-1) mod 2^32, in [0, 4q).
+                let te =
+                    _mm256_add_epi64(even, _mm256_mul_epu32(_mm256_mul_epu32(even, q_neg_inv), q));
+                let to =
+                    _mm256_add_epi64(odd, _mm256_mul_epu32(_mm256_mul_epu32(odd, q_neg_inv), q));
+                let r = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<32>(te), to);
+                acc = csub(_mm256_add_epi32(acc, csub(r, two_q)), two_q);
+            }
+            if _mm256_movemask_ps(_mm256_castsi256_ps(seen)) == 0 {
+                _mm256_storeu_si256(out.as_mut_ptr().add(b).cast(), csub(acc, q));
+            } else {
+                lincomb_shoup(m, &scalar::tails(inputs, b), weights, &mut out[b..b + 8]);
+            }
+            b += 8;
+        }
+    }
+    if whole < n {
+        scalar::lincomb(m, &scalar::tails(inputs, whole), weights, &mut out[whole..]);
+    }
+}
+
+/// [`lincomb`] with one lazy Shoup product per term, for any `u32` inputs:
+/// bit-identical to [`scalar::lincomb`] (the same lazy ranges).
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+unsafe fn lincomb_shoup(
+    m: &Modulus,
+    inputs: &[&[u32]],
+    weights: &[ShoupConstant],
+    out: &mut [u32],
+) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == weights.len());
+    let whole = n / 8 * 8;
+    // SAFETY (whole block): AVX2 is enabled here. Every input holds at least
+    // `n` values (asserted above) and `b + 8 <= whole <= n`, so each unaligned
+    // load and store stays inside its slice.
+    unsafe {
+        let q = _mm256_set1_epi32(m.value() as i32);
+        let two_q = _mm256_set1_epi32((2 * m.value()) as i32);
+        let mut b = 0;
+        while b < whole {
+            let mut acc = _mm256_setzero_si256();
+            for (input, w) in inputs.iter().zip(weights) {
+                let w = Twiddle::splat(w.value, w.shoup);
+                let x = _mm256_loadu_si256(input.as_ptr().add(b).cast());
+                acc = csub(_mm256_add_epi32(acc, mul_shoup_lazy(x, w, q)), two_q);
+            }
+            _mm256_storeu_si256(out.as_mut_ptr().add(b).cast(), csub(acc, q));
+            b += 8;
+        }
+    }
+    if whole < n {
+        scalar::lincomb(m, &scalar::tails(inputs, whole), weights, &mut out[whole..]);
+    }
+}
+
+/// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, bit-identical to
+/// [`scalar::round_weighted_sum`] (same `f64` operations in the same order,
+/// four lanes at a time, no fused multiply-add).
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn round_weighted_sum(inputs: &[&[u32]], coeffs: &[f64], out: &mut [u32]) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == coeffs.len());
+    let whole = n / 4 * 4;
+    // SAFETY (whole block): AVX2 is enabled here; loads and stores of four
+    // `u32` at `b + 4 <= whole <= n` stay inside slices of at least `n`.
+    unsafe {
+        let half = _mm256_set1_pd(0.5);
+        let mut b = 0;
+        while b < whole {
+            let mut v = _mm256_setzero_pd();
+            for (input, &c) in inputs.iter().zip(coeffs) {
+                let x = _mm_loadu_si128(input.as_ptr().add(b).cast());
+                v = _mm256_add_pd(v, _mm256_mul_pd(_mm256_cvtepi32_pd(x), _mm256_set1_pd(c)));
+            }
+            let r = _mm256_cvttpd_epi32(_mm256_add_pd(v, half));
+            _mm_storeu_si128(out.as_mut_ptr().add(b).cast(), r);
+            b += 4;
+        }
+    }
+    if whole < n {
+        scalar::round_weighted_sum(&scalar::tails(inputs, whole), coeffs, &mut out[whole..]);
+    }
+}
+
+/// `Σ_k floor(p_k) + round(Σ_k frac(p_k))`, bit-identical to
+/// [`scalar::floor_frac_sum`], four lanes at a time.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut [u32]) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == thetas.len());
+    let whole = n / 4 * 4;
+    // SAFETY (whole block): as in `round_weighted_sum`.
+    unsafe {
+        let half = _mm256_set1_pd(0.5);
+        let mut b = 0;
+        while b < whole {
+            let mut int = _mm_setzero_si128();
+            let mut frac = _mm256_setzero_pd();
+            for (input, &theta) in inputs.iter().zip(thetas) {
+                let x = _mm_loadu_si128(input.as_ptr().add(b).cast());
+                let p = _mm256_mul_pd(_mm256_cvtepi32_pd(x), _mm256_set1_pd(theta));
+                let fl = _mm256_cvttpd_epi32(p);
+                int = _mm_add_epi32(int, fl);
+                frac = _mm256_add_pd(frac, _mm256_sub_pd(p, _mm256_cvtepi32_pd(fl)));
+            }
+            int = _mm_add_epi32(int, _mm256_cvttpd_epi32(_mm256_add_pd(frac, half)));
+            _mm_storeu_si128(out.as_mut_ptr().add(b).cast(), int);
+            b += 4;
+        }
+    }
+    if whole < n {
+        scalar::floor_frac_sum(&scalar::tails(inputs, whole), thetas, &mut out[whole..]);
+    }
+}
+
+/// [`scalar::cbd`] compiled with the `popcnt` instruction (the portable
+/// build counts bits with shifts and masks).
+///
+/// # Safety
+/// The CPU supports POPCNT.
+#[target_feature(enable = "popcnt")]
+pub(crate) unsafe fn cbd(words: &[u32], out: &mut [i8]) {
+    scalar::cbd(words, out)
+}

@@ -1,0 +1,221 @@
+//! The avx2 forward and inverse negacyclic NTTs.
+
+use crate::backend::scalar;
+use crate::backend::tables::{InvScale, NttTables};
+
+use super::lanes::*;
+use super::*;
+
+// ---------------------------------------------------------------------------
+// Forward transform.
+
+/// The stage with `groups` groups, one pass over memory. Safety: AVX2.
+#[inline(always)]
+unsafe fn fwd_radix2(t: &NttTables, v: &mut [[u32; 8]], groups: usize, c: Consts) {
+    for (i, group) in v.chunks_exact_mut(v.len() / groups).enumerate() {
+        // SAFETY (whole block): the caller runs on a CPU with AVX2.
+        unsafe {
+            let w = splat_twiddle(&t.fwd, &t.fwd_shoup, groups + i);
+            let (lo, hi) = group.split_at_mut(group.len() / 2);
+            for (p, q) in lo.iter_mut().zip(hi.iter_mut()) {
+                let (x, y) = fwd_butterfly(load(p), load(q), w, c);
+                store(p, x);
+                store(q, y);
+            }
+        }
+    }
+}
+
+/// The stages with `groups` and `2 groups` groups, one pass over memory.
+/// Safety: AVX2.
+#[inline(always)]
+unsafe fn fwd_radix4(t: &NttTables, v: &mut [[u32; 8]], groups: usize, c: Consts) {
+    for (i, group) in v.chunks_exact_mut(v.len() / groups).enumerate() {
+        // SAFETY (whole block): the caller runs on a CPU with AVX2.
+        unsafe {
+            let w = splat_twiddle(&t.fwd, &t.fwd_shoup, groups + i);
+            let w_lo = splat_twiddle(&t.fwd, &t.fwd_shoup, 2 * groups + 2 * i);
+            let w_hi = splat_twiddle(&t.fwd, &t.fwd_shoup, 2 * groups + 2 * i + 1);
+            let [q0, q1, q2, q3] = quarters(group);
+            for (((p0, p1), p2), p3) in q0.iter_mut().zip(q1).zip(q2).zip(q3) {
+                let (x0, x2) = fwd_butterfly(load(p0), load(p2), w, c);
+                let (x1, x3) = fwd_butterfly(load(p1), load(p3), w, c);
+                let (x0, x1) = fwd_butterfly(x0, x1, w_lo, c);
+                let (x2, x3) = fwd_butterfly(x2, x3, w_hi, c);
+                store(p0, x0);
+                store(p1, x1);
+                store(p2, x2);
+                store(p3, x3);
+            }
+        }
+    }
+}
+
+/// The last three stages (gaps 4, 2, 1) and the final reduction, one
+/// 64-coefficient block at a time: transposed, each row of eight coefficients
+/// lies across one lane of the eight registers. Safety: AVX2.
+#[inline(always)]
+unsafe fn fwd_lanes(t: &NttTables, v: &mut [[u32; 8]], c: Consts) {
+    let lanes = t.simd.avx2.fwd_lanes.chunks_exact(LANE_VECTORS);
+    for (block, lanes) in v.chunks_exact_mut(8).zip(lanes) {
+        // SAFETY (whole block): the caller runs on a CPU with AVX2.
+        unsafe {
+            let mut x = transpose(load_block(block));
+            fwd_block_stage(&mut x, 4, &lane_twiddles(lanes, 0, 1), c);
+            fwd_block_stage(&mut x, 2, &lane_twiddles(lanes, 1, 2), c);
+            fwd_block_stage(&mut x, 1, &lane_twiddles(lanes, 3, 4), c);
+            for y in x.iter_mut() {
+                *y = csub(csub(*y, c.two_q), c.q);
+            }
+            store_block(block, transpose(x));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Inverse transform.
+
+/// The first three stages (gaps 1, 2, 4), one 64-coefficient block at a time,
+/// transposed as in [`fwd_lanes`]. Safety: AVX2.
+#[inline(always)]
+unsafe fn inv_lanes(t: &NttTables, v: &mut [[u32; 8]], c: Consts) {
+    let lanes = t.simd.avx2.inv_lanes.chunks_exact(LANE_VECTORS);
+    for (block, lanes) in v.chunks_exact_mut(8).zip(lanes) {
+        // SAFETY (whole block): the caller runs on a CPU with AVX2.
+        unsafe {
+            let mut x = transpose(load_block(block));
+            inv_block_stage(&mut x, 1, &lane_twiddles(lanes, 0, 4), c);
+            inv_block_stage(&mut x, 2, &lane_twiddles(lanes, 4, 2), c);
+            inv_block_stage(&mut x, 4, &lane_twiddles(lanes, 6, 1), c);
+            store_block(block, transpose(x));
+        }
+    }
+}
+
+/// The stage with `groups` groups, one pass over memory. Safety: AVX2.
+#[inline(always)]
+unsafe fn inv_radix2(t: &NttTables, v: &mut [[u32; 8]], groups: usize, c: Consts) {
+    for (i, group) in v.chunks_exact_mut(v.len() / groups).enumerate() {
+        // SAFETY (whole block): the caller runs on a CPU with AVX2.
+        unsafe {
+            let w = splat_twiddle(&t.inv, &t.inv_shoup, groups + i);
+            let (lo, hi) = group.split_at_mut(group.len() / 2);
+            for (p, q) in lo.iter_mut().zip(hi.iter_mut()) {
+                let (x, y) = inv_butterfly(load(p), load(q), w, c);
+                store(p, x);
+                store(q, y);
+            }
+        }
+    }
+}
+
+/// The stages with `groups` and `groups / 2` groups, one pass over memory.
+/// Safety: AVX2.
+#[inline(always)]
+unsafe fn inv_radix4(t: &NttTables, v: &mut [[u32; 8]], groups: usize, c: Consts) {
+    for (i, group) in v.chunks_exact_mut(2 * v.len() / groups).enumerate() {
+        // SAFETY (whole block): the caller runs on a CPU with AVX2.
+        unsafe {
+            let w_lo = splat_twiddle(&t.inv, &t.inv_shoup, groups + 2 * i);
+            let w_hi = splat_twiddle(&t.inv, &t.inv_shoup, groups + 2 * i + 1);
+            let w = splat_twiddle(&t.inv, &t.inv_shoup, groups / 2 + i);
+            let [q0, q1, q2, q3] = quarters(group);
+            for (((p0, p1), p2), p3) in q0.iter_mut().zip(q1).zip(q2).zip(q3) {
+                let (x0, x1) = inv_butterfly(load(p0), load(p1), w_lo, c);
+                let (x2, x3) = inv_butterfly(load(p2), load(p3), w_hi, c);
+                let (x0, x2) = inv_butterfly(x0, x2, w, c);
+                let (x1, x3) = inv_butterfly(x1, x3, w, c);
+                store(p0, x0);
+                store(p1, x1);
+                store(p2, x2);
+                store(p3, x3);
+            }
+        }
+    }
+}
+
+/// The last two stages, with the scaling by `n^-1` folded into the last one
+/// as scalar does; outputs in `[0, q)`. Safety: AVX2.
+#[inline(always)]
+unsafe fn inv_last_radix4(t: &NttTables, v: &mut [[u32; 8]], s: &InvScale, c: Consts) {
+    // SAFETY (whole block): the caller runs on a CPU with AVX2.
+    unsafe {
+        let w_lo = splat_twiddle(&t.inv, &t.inv_shoup, 2);
+        let w_hi = splat_twiddle(&t.inv, &t.inv_shoup, 3);
+        let n_inv = Twiddle::splat(s.n_inv.value, s.n_inv.shoup);
+        let n_inv_w = Twiddle::splat(s.n_inv_w.value, s.n_inv_w.shoup);
+        let [q0, q1, q2, q3] = quarters(v);
+        for (((p0, p1), p2), p3) in q0.iter_mut().zip(q1).zip(q2).zip(q3) {
+            let (x0, x1) = inv_butterfly(load(p0), load(p1), w_lo, c);
+            let (x2, x3) = inv_butterfly(load(p2), load(p3), w_hi, c);
+            let (x0, x2) = inv_last_butterfly(x0, x2, n_inv, n_inv_w, c);
+            let (x1, x3) = inv_last_butterfly(x1, x3, n_inv, n_inv_w, c);
+            store(p0, x0);
+            store(p1, x1);
+            store(p2, x2);
+            store(p3, x3);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Kernels.
+
+/// Forward negacyclic NTT, bit-identical to [`scalar::forward`].
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn forward(t: &NttTables, a: &mut [u32]) {
+    debug_assert_eq!(a.len(), t.n);
+    if t.n < MIN_N {
+        return scalar::forward(t, a);
+    }
+    let (v, _) = split_vectors_mut(a);
+    // SAFETY (whole block): AVX2 is enabled here, and the helpers need no more.
+    unsafe {
+        let c = Consts::new(t.modulus.value());
+        // Stages with gap >= 8 go over memory, in pairs; an odd one out goes
+        // first, where its long runs of one twiddle make it cheapest.
+        let mut groups = 1;
+        if t.n.trailing_zeros().is_multiple_of(2) {
+            fwd_radix2(t, v, groups, c);
+            groups *= 2;
+        }
+        while groups < t.n / 8 {
+            fwd_radix4(t, v, groups, c);
+            groups *= 4;
+        }
+        fwd_lanes(t, v, c);
+    }
+}
+
+/// Inverse negacyclic NTT, bit-identical to [`scalar::inverse`].
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn inverse(t: &NttTables, a: &mut [u32], s: &InvScale) {
+    debug_assert_eq!(a.len(), t.n);
+    if t.n < MIN_N {
+        return scalar::inverse(t, a, s);
+    }
+    let (v, _) = split_vectors_mut(a);
+    // SAFETY (whole block): AVX2 is enabled here, and the helpers need no more.
+    unsafe {
+        let c = Consts::new(t.modulus.value());
+        inv_lanes(t, v, c);
+        // Groups of the next stage (gap 8); the stages from there go over
+        // memory in pairs, and the last pass applies n^-1.
+        let mut groups = t.n / 16;
+        if t.n.trailing_zeros().is_multiple_of(2) {
+            inv_radix2(t, v, groups, c);
+            groups /= 2;
+        }
+        while groups > 2 {
+            inv_radix4(t, v, groups, c);
+            groups /= 4;
+        }
+        inv_last_radix4(t, v, s, c);
+    }
+}

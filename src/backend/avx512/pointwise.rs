@@ -1,0 +1,372 @@
+//! The avx512 coefficient-wise kernels: products, multiply-accumulate,
+//! linear combinations, the f64 sums of base conversion, and the rest.
+
+use core::arch::x86_64::*;
+
+use crate::arith::{Modulus, ShoupConstant};
+use crate::backend::{scalar, MONT_TERMS, STREAM_PREFETCH};
+
+use super::lanes::*;
+use super::*;
+
+/// Constants of the pointwise product: Montgomery, then a Shoup product by
+/// `2^32 mod q` to leave the Montgomery domain.
+#[derive(Clone, Copy)]
+struct ProductConsts {
+    q: __m512i,
+    q_neg_inv: __m512i,
+    r: Twiddle,
+}
+
+impl ProductConsts {
+    #[inline(always)]
+    unsafe fn new(m: &Modulus) -> Self {
+        let r = m.shoup(m.r());
+        // SAFETY: the caller runs on a CPU with AVX-512F.
+        unsafe {
+            Self {
+                q: _mm512_set1_epi32(m.value() as i32),
+                q_neg_inv: _mm512_set1_epi32(m.q_neg_inv() as i32),
+                r: Twiddle::splat(r.value, r.shoup),
+            }
+        }
+    }
+
+    /// `a · b mod q` in `[0, q)` for `a, b < q`.
+    #[inline(always)]
+    unsafe fn mul(self, a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: the caller runs on a CPU with AVX-512F.
+        unsafe {
+            let x = mont_mul_lazy(a, b, self.q, self.q_neg_inv);
+            csub(mul_shoup_lazy(x, self.r, self.q), self.q)
+        }
+    }
+
+    /// `a · b · 2^-32 mod q` in `[0, q)` for `a, b < q`: the product by a
+    /// `b` held in Montgomery form.
+    #[inline(always)]
+    unsafe fn mul_mont(self, a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: as for `mul`.
+        unsafe { csub(mont_mul_lazy(a, b, self.q, self.q_neg_inv), self.q) }
+    }
+
+    /// [`Self::mul`], or with `MONT` [`Self::mul_mont`].
+    #[inline(always)]
+    unsafe fn product<const MONT: bool>(self, a: __m512i, b: __m512i) -> __m512i {
+        // SAFETY: as for `mul`.
+        unsafe {
+            if MONT {
+                self.mul_mont(a, b)
+            } else {
+                self.mul(a, b)
+            }
+        }
+    }
+}
+
+/// `out = a · b mod q` (with `MONT`, the Montgomery product), bit-identical
+/// to [`scalar::mul`].
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn mul<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+    debug_assert!(a.len() == b.len() && a.len() == out.len());
+    let ((av, at), (bv, bt)) = (split_vectors(a), split_vectors(b));
+    let (ov, ot) = split_vectors_mut(out);
+    // SAFETY (whole block): AVX-512F is enabled here, and the helpers need no
+    // more.
+    unsafe {
+        let k = ProductConsts::new(m);
+        for ((o, x), y) in ov.iter_mut().zip(av).zip(bv) {
+            store(o, k.product::<MONT>(load(x), load(y)));
+        }
+    }
+    scalar::mul::<MONT>(m, at, bt, ot);
+}
+
+/// `out = a · b mod q` as [`mul`], with non-temporal stores into the
+/// 64-byte-aligned part of `out`: for results that are not read again
+/// soon (a gallery's score ciphertexts), which then skip the read for
+/// ownership and leave the cache to the inputs.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+    debug_assert!(a.len() == b.len() && a.len() == out.len());
+    #[repr(C, align(64))]
+    struct Line([u32; W]);
+    // SAFETY: `Line` is W plain `u32`s, so every bit pattern is valid.
+    let (head, body, tail) = unsafe { out.align_to_mut::<Line>() };
+    let (h, len) = (head.len(), body.len() * W);
+    let (av, _) = split_vectors(&a[h..h + len]);
+    let (bv, _) = split_vectors(&b[h..h + len]);
+    // SAFETY (whole block): AVX-512F is enabled here; every `Line` is
+    // 64-byte aligned, as the streaming store requires.
+    unsafe {
+        mul::<false>(m, &a[..h], &b[..h], head);
+        let k = ProductConsts::new(m);
+        for ((o, x), y) in body.iter_mut().zip(av).zip(bv) {
+            _mm_prefetch::<_MM_HINT_T0>(x.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+            _mm512_stream_si512(o.0.as_mut_ptr().cast(), k.mul(load(x), load(y)));
+        }
+        // Orders the streaming stores before whatever the caller does next
+        // (another thread may read the result).
+        _mm_sfence();
+        mul::<false>(m, &a[h + len..], &b[h + len..], tail);
+    }
+}
+
+/// `Σ_k a_k·x_k + b_k·y_k mod q`, equal to [`scalar::dot2`], for residues
+/// below `q < 2^30`: the four products of a lane (each below `2^60`) are
+/// summed, and the sum's low and high 32-bit halves are accumulated apart,
+/// so nothing overflows before the one reduction at the end.
+///
+/// The caller streams through much longer arrays than `a` and `b` (a
+/// gallery, block after block), so the kernel prefetches
+/// [`STREAM_PREFETCH`] words past where it reads them: a hint, never a read.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) -> u32 {
+    debug_assert!(
+        m.value() < 1 << 30 && a.len() == x.len() && b.len() == y.len() && a.len() == b.len()
+    );
+    debug_assert!(a.len() < 1 << 24);
+    let ((av, at), (xv, xt)) = (split_vectors(a), split_vectors(x));
+    let ((bv, bt), (yv, yt)) = (split_vectors(b), split_vectors(y));
+    // SAFETY (whole block): AVX-512F is enabled here, and the helpers need no
+    // more.
+    let (lo, hi) = unsafe {
+        let low = _mm512_set1_epi64(0xffff_ffff);
+        let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        for (((a, x), b), y) in av.iter().zip(xv).zip(bv).zip(yv) {
+            _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+            _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+            let (a, x, b, y) = (load(a), load(x), load(b), load(y));
+            let even = _mm512_add_epi64(_mm512_mul_epu32(a, x), _mm512_mul_epu32(b, y));
+            let odd = _mm512_add_epi64(
+                _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(x, 32)),
+                _mm512_mul_epu32(_mm512_srli_epi64(b, 32), _mm512_srli_epi64(y, 32)),
+            );
+            let s = _mm512_add_epi64(even, odd);
+            lo = _mm512_add_epi64(lo, _mm512_and_si512(s, low));
+            hi = _mm512_add_epi64(hi, _mm512_srli_epi64(s, 32));
+        }
+        (
+            _mm512_reduce_add_epi64(lo) as u64,
+            _mm512_reduce_add_epi64(hi) as u64,
+        )
+    };
+    m.add(
+        scalar::join_halves(m, lo, hi),
+        scalar::dot2(m, at, xt, bt, yt),
+    )
+}
+
+/// `acc = acc + a · b mod q` (with `MONT`, the Montgomery product),
+/// bit-identical to [`scalar::mul_acc`].
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn mul_acc<const MONT: bool, const SUB: bool>(
+    m: &Modulus,
+    a: &[u32],
+    b: &[u32],
+    acc: &mut [u32],
+) {
+    debug_assert!(a.len() == b.len() && a.len() == acc.len());
+    let ((av, at), (bv, bt)) = (split_vectors(a), split_vectors(b));
+    let (cv, ct) = split_vectors_mut(acc);
+    // SAFETY (whole block): AVX-512F is enabled here, and the helpers need no
+    // more.
+    unsafe {
+        let k = ProductConsts::new(m);
+        for ((s, x), y) in cv.iter_mut().zip(av).zip(bv) {
+            let p = k.product::<MONT>(load(x), load(y));
+            // The product is in [0, q): acc - p + q is in (0, 2q).
+            let sum = if SUB {
+                _mm512_sub_epi32(_mm512_add_epi32(load(s), k.q), p)
+            } else {
+                _mm512_add_epi32(load(s), p)
+            };
+            store(s, csub(sum, k.q));
+        }
+    }
+    scalar::mul_acc::<MONT, SUB>(m, at, bt, ct);
+}
+
+/// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, in `[0, q)` (the exact
+/// residue, as [`scalar::lincomb`] gives it), sixteen coefficients at a time.
+///
+/// With three or more terms, the products are summed in 64-bit lanes and
+/// reduced once per [`MONT_TERMS`] terms (see [`crate::backend::MONT_TERMS`]
+/// for the bounds, which need inputs below `2^31`). A block of sixteen in
+/// which some input has its top bit set is done again with a Shoup product
+/// per term, so any `u32` input gives the exact result.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn lincomb(
+    m: &Modulus,
+    inputs: &[&[u32]],
+    weights: &[ShoupConstant],
+    out: &mut [u32],
+) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == weights.len());
+    if inputs.len() < 3 {
+        // SAFETY: AVX-512F, as this function's caller guarantees.
+        return unsafe { lincomb_shoup(m, inputs, weights, out) };
+    }
+    let mont: Vec<u32> = weights.iter().map(|w| m.to_montgomery(w.value)).collect();
+    let whole = n / W * W;
+    // SAFETY (whole block): AVX-512F is enabled here. Every input holds at
+    // least `n` values (asserted above) and `b + W <= whole <= n`, so each
+    // unaligned load and store stays inside its slice.
+    unsafe {
+        let q = _mm512_set1_epi32(m.value() as i32);
+        let two_q = _mm512_set1_epi32((2 * m.value()) as i32);
+        let q_neg_inv = _mm512_set1_epi32(m.q_neg_inv() as i32);
+        let mut b = 0;
+        while b < whole {
+            let mut acc = _mm512_setzero_si512();
+            let mut seen = _mm512_setzero_si512();
+            for (xs, ws) in inputs.chunks(MONT_TERMS).zip(mont.chunks(MONT_TERMS)) {
+                // 64-bit sums: even lanes in `even`, odd lanes in `odd`.
+                let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+                for (x, &w) in xs.iter().zip(ws) {
+                    let w = _mm512_set1_epi32(w as i32);
+                    let v = _mm512_loadu_si512(x.as_ptr().add(b).cast());
+                    seen = _mm512_or_si512(seen, v);
+                    even = _mm512_add_epi64(even, _mm512_mul_epu32(v, w));
+                    odd = _mm512_add_epi64(odd, _mm512_mul_epu32(_mm512_srli_epi64::<32>(v), w));
+                }
+                // (s + m·q) / 2^32 with m = s·(−q^-1) mod 2^32, in [0, 4q).
+                let te =
+                    _mm512_add_epi64(even, _mm512_mul_epu32(_mm512_mul_epu32(even, q_neg_inv), q));
+                let to =
+                    _mm512_add_epi64(odd, _mm512_mul_epu32(_mm512_mul_epu32(odd, q_neg_inv), q));
+                let r = merge_high(te, to);
+                acc = csub(_mm512_add_epi32(acc, csub(r, two_q)), two_q);
+            }
+            if _mm512_cmplt_epi32_mask(seen, _mm512_setzero_si512()) == 0 {
+                _mm512_storeu_si512(out.as_mut_ptr().add(b).cast(), csub(acc, q));
+            } else {
+                lincomb_shoup(m, &scalar::tails(inputs, b), weights, &mut out[b..b + W]);
+            }
+            b += W;
+        }
+    }
+    if whole < n {
+        scalar::lincomb(m, &scalar::tails(inputs, whole), weights, &mut out[whole..]);
+    }
+}
+
+/// [`lincomb`] with one lazy Shoup product per term, for any `u32` inputs:
+/// bit-identical to [`scalar::lincomb`] (the same lazy ranges).
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+unsafe fn lincomb_shoup(
+    m: &Modulus,
+    inputs: &[&[u32]],
+    weights: &[ShoupConstant],
+    out: &mut [u32],
+) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == weights.len());
+    let whole = n / W * W;
+    // SAFETY (whole block): AVX-512F is enabled here. Every input holds at
+    // least `n` values (asserted above) and `b + W <= whole <= n`, so each
+    // unaligned load and store stays inside its slice.
+    unsafe {
+        let q = _mm512_set1_epi32(m.value() as i32);
+        let two_q = _mm512_set1_epi32((2 * m.value()) as i32);
+        let mut b = 0;
+        while b < whole {
+            let mut acc = _mm512_setzero_si512();
+            for (input, w) in inputs.iter().zip(weights) {
+                let w = Twiddle::splat(w.value, w.shoup);
+                let x = _mm512_loadu_si512(input.as_ptr().add(b).cast());
+                acc = csub(_mm512_add_epi32(acc, mul_shoup_lazy(x, w, q)), two_q);
+            }
+            _mm512_storeu_si512(out.as_mut_ptr().add(b).cast(), csub(acc, q));
+            b += W;
+        }
+    }
+    if whole < n {
+        scalar::lincomb(m, &scalar::tails(inputs, whole), weights, &mut out[whole..]);
+    }
+}
+
+/// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, bit-identical to
+/// [`scalar::round_weighted_sum`] (same `f64` operations in the same order,
+/// eight lanes at a time, no fused multiply-add).
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn round_weighted_sum(inputs: &[&[u32]], coeffs: &[f64], out: &mut [u32]) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == coeffs.len());
+    let whole = n / 8 * 8;
+    // SAFETY (whole block): AVX-512F is enabled here; loads and stores of
+    // eight `u32` at `b + 8 <= whole <= n` stay inside slices of at least `n`.
+    unsafe {
+        let half = _mm512_set1_pd(0.5);
+        let mut b = 0;
+        while b < whole {
+            let mut v = _mm512_setzero_pd();
+            for (input, &c) in inputs.iter().zip(coeffs) {
+                let x = _mm256_loadu_si256(input.as_ptr().add(b).cast());
+                v = _mm512_add_pd(v, _mm512_mul_pd(_mm512_cvtepi32_pd(x), _mm512_set1_pd(c)));
+            }
+            let r = _mm512_cvttpd_epi32(_mm512_add_pd(v, half));
+            _mm256_storeu_si256(out.as_mut_ptr().add(b).cast(), r);
+            b += 8;
+        }
+    }
+    if whole < n {
+        scalar::round_weighted_sum(&scalar::tails(inputs, whole), coeffs, &mut out[whole..]);
+    }
+}
+
+/// `Σ_k floor(p_k) + round(Σ_k frac(p_k))`, bit-identical to
+/// [`scalar::floor_frac_sum`], eight lanes at a time.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut [u32]) {
+    let n = out.len();
+    assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == thetas.len());
+    let whole = n / 8 * 8;
+    // SAFETY (whole block): as in `round_weighted_sum`.
+    unsafe {
+        let half = _mm512_set1_pd(0.5);
+        let mut b = 0;
+        while b < whole {
+            let mut int = _mm256_setzero_si256();
+            let mut frac = _mm512_setzero_pd();
+            for (input, &theta) in inputs.iter().zip(thetas) {
+                let x = _mm256_loadu_si256(input.as_ptr().add(b).cast());
+                let p = _mm512_mul_pd(_mm512_cvtepi32_pd(x), _mm512_set1_pd(theta));
+                let fl = _mm512_cvttpd_epi32(p);
+                int = _mm256_add_epi32(int, fl);
+                frac = _mm512_add_pd(frac, _mm512_sub_pd(p, _mm512_cvtepi32_pd(fl)));
+            }
+            int = _mm256_add_epi32(int, _mm512_cvttpd_epi32(_mm512_add_pd(frac, half)));
+            _mm256_storeu_si256(out.as_mut_ptr().add(b).cast(), int);
+            b += 8;
+        }
+    }
+    if whole < n {
+        scalar::floor_frac_sum(&scalar::tails(inputs, whole), thetas, &mut out[whole..]);
+    }
+}
