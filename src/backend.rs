@@ -26,10 +26,6 @@
 use crate::arith::{Modulus, ShoupConstant};
 use tables::{InvScale, NttTables};
 
-// The data-parallel loops live in `crate::parallel`; this is their former
-// path, still used by `matching::identify`.
-pub(crate) use crate::parallel::{par_map_init, par_zip_mut};
-
 #[cfg(all(feature = "neon", not(target_arch = "aarch64")))]
 compile_error!(
     "feature `neon` selects the aarch64 NEON kernels; this target is not aarch64 \

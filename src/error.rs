@@ -69,8 +69,8 @@ pub enum BfvError {
     #[error("system random number generator failed: {reason}")]
     Rng { reason: String },
     /// Two objects were made for different parameters.
-    #[error("parameter mismatch: expected parameter id {expected}, got {actual}")]
-    ParamsMismatch { expected: String, actual: String },
+    #[error("parameter mismatch: expected parameter id {expected}, got {found}")]
+    ParamsMismatch { expected: String, found: String },
     /// Wrong number of values for an encoder.
     #[error("{what}: expected at most {max} values, got {actual}")]
     TooManyValues {

@@ -24,6 +24,8 @@ use crate::backend::tables::NttTables;
 use crate::backend::Backend;
 use crate::error::ArithError;
 
+pub(crate) mod count;
+
 /// Reverses the low `bits` bits of `x`.
 pub fn bit_reverse(x: usize, bits: u32) -> usize {
     if bits == 0 {
@@ -110,7 +112,7 @@ impl NttPlan {
     /// If `a.len() != n`.
     pub fn forward(&self, a: &mut [u32]) {
         assert_eq!(a.len(), self.tables.n, "NttPlan::forward: wrong length");
-        crate::transforms::record_forward();
+        count::record_forward();
         self.backend.forward(&self.tables, a);
     }
 
@@ -121,7 +123,7 @@ impl NttPlan {
     /// If `a.len() != n`.
     pub fn inverse(&self, a: &mut [u32]) {
         assert_eq!(a.len(), self.tables.n, "NttPlan::inverse: wrong length");
-        crate::transforms::record_inverse();
+        count::record_inverse();
         self.backend
             .inverse(&self.tables, a, &self.tables.inv_unscaled());
     }
@@ -137,7 +139,7 @@ impl NttPlan {
             self.tables.n,
             "NttPlan::inverse_scaled: wrong length"
         );
-        crate::transforms::record_inverse();
+        count::record_inverse();
         self.backend
             .inverse(&self.tables, a, &self.tables.inv_scale(factor));
     }

@@ -324,7 +324,7 @@ impl Params {
         } else {
             Err(BfvError::ParamsMismatch {
                 expected: self.id_hex(),
-                actual: other.id_hex(),
+                found: other.id_hex(),
             })
         }
     }

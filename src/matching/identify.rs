@@ -320,7 +320,7 @@ impl Identifier {
         while out.len() < gallery.cts.len() {
             out.push(Ciphertext::new(&self.params, Vec::new()));
         }
-        crate::backend::par_zip_mut(&gallery.cts, out, |ct, o| {
+        crate::parallel::par_zip_mut(&gallery.cts, out, |ct, o| {
             self.ev.multiply_plain_streaming_into(ct, probe, o)?;
             Ok(())
         })
@@ -351,7 +351,7 @@ impl Identifier {
         }
         let prepared = self.ev.prepare_multiplicand(probe)?;
         let limbs = stored_limbs(&self.params);
-        *out = crate::backend::par_map_init(
+        *out = crate::parallel::par_map_init(
             &gallery.cts,
             || (),
             |_, ct| {
@@ -388,7 +388,7 @@ impl Identifier {
             return Ok(Vec::new());
         }
         let positions = self.score_positions();
-        let decrypted = crate::backend::par_map_init(
+        let decrypted = crate::parallel::par_map_init(
             scores,
             || (),
             |_, ct| {
@@ -481,7 +481,7 @@ impl Identifier {
             // with per-thread scratch for the residues.
             Some(f) => {
                 let fp = f.prepare(&self.params, &probe, sk);
-                crate::backend::par_map_init(
+                crate::parallel::par_map_init(
                     &gallery.cts,
                     || (vec![0u32; f.limbs() * per], vec![0u32; per]),
                     |(rows, raw), ct| {
@@ -496,7 +496,7 @@ impl Identifier {
             // coefficients are rounded.
             None => {
                 let positions = self.score_positions();
-                crate::backend::par_map_init(
+                crate::parallel::par_map_init(
                     &gallery.cts,
                     || Ciphertext::new(&self.params, Vec::new()),
                     |scratch, ct| {
