@@ -403,7 +403,7 @@ fn evaluator_identities_mod_t() {
         &["Evaluator.multiplyRelin", "size"],
     );
     let down = ok(ev.mod_switch_to_next(&lin));
-    assert_eq!(down.limbs(), 2);
+    assert_eq!(down.level(), 2);
     assert_eq!(dec(&down), map2(&|x, y| x * y));
     // Rotations.
     let gk = ok(sk.galois_keys(&Int32Array::from(&[1i32][..]).into()));

@@ -21,7 +21,7 @@ impl std::fmt::Debug for Ciphertext {
             "Ciphertext {{ params: {}, size: {}, limbs: {}, seeded: {} }}",
             self.params.id_hex(),
             self.polys.len(),
-            self.limbs(),
+            self.level(),
             self.seed.is_some()
         )
     }
@@ -54,8 +54,8 @@ impl Ciphertext {
         self.polys.len()
     }
 
-    /// Number of ciphertext primes it is defined over.
-    pub fn limbs(&self) -> usize {
+    /// Its level: the number of ciphertext primes it is defined over.
+    pub fn level(&self) -> usize {
         self.polys[0].limbs()
     }
 
@@ -80,7 +80,7 @@ impl Ciphertext {
 
     /// Polynomial `k` in coefficient form (one inverse transform per limb).
     pub(crate) fn coeff_poly(&self, k: usize) -> RnsPoly<Coeff> {
-        let plans = &self.params.plans_q()[..self.limbs()];
+        let plans = &self.params.plans_q()[..self.level()];
         self.polys[k].clone().into_coeff(plans)
     }
 

@@ -126,7 +126,7 @@ impl SecretKey {
 
     /// `c0 + c1·s (+ c2·s²)` over the ciphertext's primes, in coefficients.
     pub(crate) fn phase(&self, ct: &Ciphertext) -> Result<RnsPoly<Coeff>, BfvError> {
-        let limbs = ct.limbs();
+        let limbs = ct.level();
         let plans = &self.params.plans_q()[..limbs];
         let n = self.params.degree();
         let mut x = ct.polys()[0].clone();
@@ -171,7 +171,7 @@ impl SecretKey {
     /// `log2(Q / (2·t·|v|∞)) `, where `v` is the noise of the phase.
     pub fn noise_budget(&self, ct: &Ciphertext) -> Result<f64, BfvError> {
         let x = self.phase(ct)?;
-        super::scaling::noise_budget(&self.params, &x, ct.limbs())
+        super::scaling::noise_budget(&self.params, &x, ct.level())
     }
 }
 

@@ -68,11 +68,11 @@ impl Evaluator {
     fn check_pair(&self, op: &'static str, a: &Ciphertext, b: &Ciphertext) -> Result<(), BfvError> {
         self.params.check(a.params())?;
         self.params.check(b.params())?;
-        if a.limbs() != b.limbs() {
+        if a.level() != b.level() {
             return Err(BfvError::LevelMismatch {
                 op,
-                a: a.limbs(),
-                b: b.limbs(),
+                a: a.level(),
+                b: b.level(),
             });
         }
         Ok(())
@@ -93,9 +93,9 @@ impl Evaluator {
         f: fn(&mut RnsPoly<Ntt>, &RnsPoly<Ntt>, &[crate::ntt::NttPlan]),
     ) -> Result<(), BfvError> {
         self.check_pair(op, a, b)?;
-        let plans = &self.params.plans_q()[..a.limbs()];
+        let plans = &self.params.plans_q()[..a.level()];
         let n = self.params.degree();
-        let l = a.limbs();
+        let l = a.level();
         while a.polys.len() < b.polys.len() {
             a.polys.push(RnsPoly::zero(n, l));
         }
@@ -128,7 +128,7 @@ impl Evaluator {
     /// `a = -a`.
     pub fn negate_assign(&self, a: &mut Ciphertext) -> Result<(), BfvError> {
         self.params.check(a.params())?;
-        let plans = &self.params.plans_q()[..a.limbs()];
+        let plans = &self.params.plans_q()[..a.level()];
         for p in a.polys.iter_mut() {
             p.neg_assign(plans);
         }
@@ -140,7 +140,7 @@ impl Evaluator {
     pub fn add_plain_assign(&self, a: &mut Ciphertext, pt: &Plaintext) -> Result<(), BfvError> {
         self.params.check(a.params())?;
         self.params.check(pt.params())?;
-        let l = a.limbs();
+        let l = a.level();
         let plans = &self.params.plans_q()[..l];
         let dm = scaled_message(&self.params, pt, l).into_ntt(plans);
         a.polys[0].add_assign(&dm, plans);
@@ -179,7 +179,7 @@ impl Evaluator {
     ) -> Result<(), BfvError> {
         self.params.check(a.params())?;
         self.params.check(&pt.params)?;
-        let plans = &self.params.plans_q()[..a.limbs()];
+        let plans = &self.params.plans_q()[..a.level()];
         for p in a.polys.iter_mut() {
             p.mul_assign(&pt.poly, plans);
         }
@@ -221,7 +221,7 @@ impl Evaluator {
         self.params.check(a.params())?;
         self.params.check(&pt.params)?;
         let n = self.params.degree();
-        let l = a.limbs();
+        let l = a.level();
         let plans = &self.params.plans_q()[..l];
         out.params = self.params.clone();
         out.seed = None;
@@ -294,13 +294,13 @@ impl Evaluator {
         a: &PreparedCiphertext,
         b: &Ciphertext,
         rk: Option<&RelinKey>,
-        limbs: usize,
+        level: usize,
     ) -> Result<Ciphertext, BfvError> {
-        self.multiply_prepared_to_plus(a, b, rk, limbs, None)
+        self.multiply_prepared_to_plus(a, b, rk, level, None)
     }
 
     /// [`Self::multiply_prepared_to`], with coefficient-domain polynomials
-    /// `plus` (over the `limbs` primes) added to the first two parts of the
+    /// `plus` (over `level` primes) added to the first two parts of the
     /// product before they are transformed: the same ciphertext as adding
     /// their transforms to the result, with fewer transforms.
     pub(crate) fn multiply_prepared_to_plus(
@@ -308,17 +308,17 @@ impl Evaluator {
         a: &PreparedCiphertext,
         b: &Ciphertext,
         rk: Option<&RelinKey>,
-        limbs: usize,
+        level: usize,
         plus: Option<&[RnsPoly<super::poly::Coeff>; 2]>,
     ) -> Result<Ciphertext, BfvError> {
         if let Some(rk) = rk {
             self.params.check(rk.params())?;
         }
-        if limbs == 0 || limbs > self.params.limbs() {
+        if level == 0 || level > self.params.limbs() {
             return Err(BfvError::LevelMismatch {
-                op: "multiply_prepared_to (target must be between 1 and the current count)",
+                op: "multiply_prepared_to (target must be between 1 and the current level)",
                 a: self.params.limbs(),
-                b: limbs,
+                b: level,
             });
         }
         let mut d = self.tensor_to_coeff(&a.ct, Some(&a.ext), b)?;
@@ -326,7 +326,7 @@ impl Evaluator {
         let n = self.params.degree();
         let mut scratch = super::poly::pool::zeroed(2 * n);
         for p in d.iter_mut() {
-            for top in (limbs..p.limbs()).rev() {
+            for top in (level..p.limbs()).rev() {
                 super::keyswitch::drop_last_prime_coeff(
                     &plans[..=top],
                     &mut p.as_mut_slice()[..(top + 1) * n],
@@ -335,10 +335,10 @@ impl Evaluator {
                 p.truncate_limbs(top);
             }
         }
-        let plans = &plans[..limbs];
+        let plans = &plans[..level];
         if let Some(plus) = plus {
             for (p, x) in d.iter_mut().zip(plus) {
-                debug_assert_eq!(x.limbs(), limbs);
+                debug_assert_eq!(x.limbs(), level);
                 p.add_assign(x, plans);
             }
         }
@@ -370,10 +370,10 @@ impl Evaluator {
                 expected: "2",
             });
         }
-        if c.limbs() != self.params.limbs() {
+        if c.level() != self.params.limbs() {
             return Err(BfvError::LevelMismatch {
                 op: "multiply (inputs must be at the top level)",
-                a: c.limbs(),
+                a: c.level(),
                 b: self.params.limbs(),
             });
         }
@@ -474,10 +474,10 @@ impl Evaluator {
     }
 
     fn check_top_level(&self, op: &'static str, ct: &Ciphertext) -> Result<(), BfvError> {
-        if ct.limbs() != self.params.limbs() {
+        if ct.level() != self.params.limbs() {
             return Err(BfvError::LevelMismatch {
                 op,
-                a: ct.limbs(),
+                a: ct.level(),
                 b: self.params.limbs(),
             });
         }
@@ -550,7 +550,7 @@ impl Evaluator {
     /// `Q' = Q/q_last`. The plaintext is unchanged; the ciphertext shrinks.
     pub fn mod_switch_to_next(&self, ct: &Ciphertext) -> Result<Ciphertext, BfvError> {
         self.params.check(ct.params())?;
-        let l = ct.limbs();
+        let l = ct.level();
         if l <= 1 {
             return Err(BfvError::LevelMismatch {
                 op: "mod_switch_to_next (already at one prime)",
@@ -567,17 +567,17 @@ impl Evaluator {
         Ok(Ciphertext::new(&self.params, polys))
     }
 
-    /// Switches down until the ciphertext is over `limbs` primes.
-    pub fn mod_switch_to(&self, ct: &Ciphertext, limbs: usize) -> Result<Ciphertext, BfvError> {
-        if limbs == 0 || limbs > ct.limbs() {
+    /// Switches down until the ciphertext is at `level` (over that many primes).
+    pub fn mod_switch_to(&self, ct: &Ciphertext, level: usize) -> Result<Ciphertext, BfvError> {
+        if level == 0 || level > ct.level() {
             return Err(BfvError::LevelMismatch {
-                op: "mod_switch_to (target must be between 1 and the current count)",
-                a: ct.limbs(),
-                b: limbs,
+                op: "mod_switch_to (target must be between 1 and the current level)",
+                a: ct.level(),
+                b: level,
             });
         }
         let mut c = ct.clone();
-        while c.limbs() > limbs {
+        while c.level() > level {
             c = self.mod_switch_to_next(&c)?;
         }
         Ok(c)

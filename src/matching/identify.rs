@@ -30,7 +30,7 @@ pub struct Gallery {
     params: Params,
     ev: Evaluator,
     dim: usize,
-    stored_limbs: usize,
+    stored_level: usize,
     cts: Vec<Ciphertext>,
     counts: Vec<usize>,
     /// Per ciphertext, bit `k` set: template `k` of it was erased.
@@ -92,7 +92,7 @@ impl Gallery {
             params: params.clone(),
             ev: Evaluator::new(params),
             dim,
-            stored_limbs: stored_limbs(params),
+            stored_level: stored_level(params),
             cts: Vec::new(),
             counts: Vec::new(),
             erased: Vec::new(),
@@ -106,7 +106,7 @@ impl Gallery {
     /// plaintext probes only.
     pub fn for_encrypted_probes(params: &Params, dim: usize) -> Result<Self, MatchError> {
         let mut g = Self::new(params, dim)?;
-        g.stored_limbs = params.limbs();
+        g.stored_level = params.limbs();
         Ok(g)
     }
 
@@ -133,7 +133,7 @@ impl Gallery {
         if ct.is_transparent() {
             return Err(MatchError::TransparentCiphertext);
         }
-        if ct.size() != 2 || ct.limbs() != self.params.limbs() {
+        if ct.size() != 2 || ct.level() != self.params.limbs() {
             return Err(MatchError::Bfv(crate::error::BfvError::CiphertextSize {
                 op: "gallery",
                 size: ct.size(),
@@ -145,7 +145,7 @@ impl Gallery {
         // fresh ciphertext keeps ample budget for one plaintext product
         // there (tests/suite/matching.rs checks exact scores on extreme
         // inputs).
-        let ct = self.ev.mod_switch_to(&ct, self.stored_limbs)?;
+        let ct = self.ev.mod_switch_to(&ct, self.stored_level)?;
         let first = self.cts.len() * max;
         self.cts.push(ct);
         self.counts.push(count);
@@ -220,7 +220,7 @@ impl Gallery {
         if self.erased[e.position] != e.erased & !(1 << k) {
             return Err(MatchError::StaleErasure { index: e.index });
         }
-        self.cts[e.position] = self.ev.mod_switch_to(&e.ct, self.stored_limbs)?;
+        self.cts[e.position] = self.ev.mod_switch_to(&e.ct, self.stored_level)?;
         self.erased[e.position] = e.erased;
         Ok(())
     }
@@ -236,16 +236,16 @@ impl Gallery {
     }
 
     /// Ciphertext primes each stored ciphertext keeps.
-    pub fn stored_limbs(&self) -> usize {
-        self.stored_limbs
+    pub fn stored_level(&self) -> usize {
+        self.stored_level
     }
 
     /// Bytes of residues held in memory (two polynomials per ciphertext).
     pub fn memory_bytes(&self) -> usize {
-        self.cts.len() * 2 * self.stored_limbs * self.params.degree() * 4
+        self.cts.len() * 2 * self.stored_level * self.params.degree() * 4
     }
 
-    /// The stored ciphertexts, in order, each at [`Self::stored_limbs`]
+    /// The stored ciphertexts, in order, each at [`Self::stored_level`]
     /// primes (what `blindmatch-server bench` reads to time a pass over the
     /// gallery's memory).
     pub fn stored(&self) -> &[Ciphertext] {
@@ -254,7 +254,7 @@ impl Gallery {
 }
 
 /// Primes a gallery ciphertext keeps: all but one.
-fn stored_limbs(params: &Params) -> usize {
+fn stored_level(params: &Params) -> usize {
     params.limbs().saturating_sub(1).max(1)
 }
 
@@ -286,7 +286,7 @@ impl Identifier {
             params: params.clone(),
             ev: Evaluator::new(params),
             quantizer,
-            fused: FusedScorer::new(params, dim, stored_limbs(params)),
+            fused: FusedScorer::new(params, dim, stored_level(params)),
         })
     }
 
@@ -343,14 +343,14 @@ impl Identifier {
     ) -> Result<(), MatchError> {
         self.check_gallery(gallery)?;
         self.params.check(rk.params())?;
-        if gallery.stored_limbs != self.params.limbs() {
+        if gallery.stored_level != self.params.limbs() {
             return Err(MatchError::GalleryLevel);
         }
         if probe.is_transparent() {
             return Err(MatchError::TransparentCiphertext);
         }
         let prepared = self.ev.prepare_multiplicand(probe)?;
-        let limbs = stored_limbs(&self.params);
+        let limbs = stored_level(&self.params);
         *out = crate::parallel::par_map_init(
             &gallery.cts,
             || (),
@@ -475,7 +475,7 @@ impl Identifier {
         let scores: Vec<Vec<i64>> = match self
             .fused
             .as_ref()
-            .filter(|f| f.limbs() == gallery.stored_limbs)
+            .filter(|f| f.limbs() == gallery.stored_level)
         {
             // The scores straight from the gallery (see `super::fused`),
             // with per-thread scratch for the residues.

@@ -78,7 +78,7 @@ impl ScoreReply {
         if ct.size() != 2 {
             return Err(MatchError::ReplyNotRelinearized { size: ct.size() });
         }
-        let plans = &params.plans_q()[..ct.limbs()];
+        let plans = &params.plans_q()[..ct.level()];
         let scale = ToPowerOfTwo::new(plans.iter().map(|p| *p.modulus()).collect());
         let [c0, c1] = [0, 1].map(|k| ct.coeff_poly(k));
         // c0 only at the score positions: those residues, limb by limb.

@@ -28,7 +28,7 @@ pub struct Verifier {
     params: Params,
     ev: Evaluator,
     dim: usize,
-    reply_limbs: usize,
+    reply_level: usize,
 }
 
 impl Verifier {
@@ -41,7 +41,7 @@ impl Verifier {
             params: params.clone(),
             ev: Evaluator::new(params),
             dim,
-            reply_limbs: params.limbs().saturating_sub(1).max(1),
+            reply_level: params.limbs().saturating_sub(1).max(1),
         })
     }
 
@@ -52,8 +52,8 @@ impl Verifier {
     }
 
     /// The number of ciphertext primes of a reply.
-    pub fn reply_limbs(&self) -> usize {
-        self.reply_limbs
+    pub fn reply_level(&self) -> usize {
+        self.reply_level
     }
 
     /// Verifies with the system RNG.
@@ -128,12 +128,12 @@ impl Verifier {
         // ciphertext as `multiply_prepared_to` plus `encrypt_at_with`.
         self.params.check(user_pk.params())?;
         let mask = self.mask(rng)?;
-        let fresh = PkEncryptionParts::sample(user_pk, rng, &mask, self.reply_limbs);
+        let fresh = PkEncryptionParts::sample(user_pk, rng, &mask, self.reply_level);
         let mut reply = self.ev.multiply_prepared_to_plus(
             template,
             probe,
             rk,
-            self.reply_limbs,
+            self.reply_level,
             Some(fresh.coeff_terms()),
         )?;
         fresh.add_key_terms(user_pk, &mut reply);
@@ -197,11 +197,11 @@ mod tests {
                 .unwrap();
             let mut again = Prng::from_seed([9; 32]);
             let mut want =
-                v.ev.multiply_prepared_to(&template, &probe, relin, v.reply_limbs)
+                v.ev.multiply_prepared_to(&template, &probe, relin, v.reply_level)
                     .unwrap();
             let mask = v.mask(&mut again).unwrap();
             let fresh = pk
-                .encrypt_at_with(&mask, v.reply_limbs, &mut again)
+                .encrypt_at_with(&mask, v.reply_level, &mut again)
                 .unwrap();
             v.ev.add_assign(&mut want, &fresh).unwrap();
             assert_eq!(fused, want, "relinearized: {}", relin.is_some());

@@ -205,10 +205,10 @@ impl JsCiphertext {
         self.inner.size() as u32
     }
 
-    /// Number of ciphertext primes it is defined over.
+    /// Its level: the number of ciphertext primes it is defined over.
     #[wasm_bindgen(getter)]
-    pub fn limbs(&self) -> u32 {
-        self.inner.limbs() as u32
+    pub fn level(&self) -> u32 {
+        self.inner.level() as u32
     }
 
     /// Whether it still serializes as seed + one polynomial.

@@ -44,7 +44,7 @@ test('encrypt, evaluate, decrypt: slot-wise identities mod t', () => {
   assert.equal(fused.size, 2);
   assert.deepEqual(dec(fused), map2((x, y) => x * y));
   const down = ev.modSwitchToNext(lin);
-  assert.equal(down.limbs, 2);
+  assert.equal(down.level, 2);
   assert.deepEqual(dec(down), map2((x, y) => x * y));
   const gk = sk.galoisKeys([1]);
   const rot = Array.from(a, (_, i) => a[Math.floor(i / 2048) * 2048 + ((i % 2048) + 1) % 2048]);

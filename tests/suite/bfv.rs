@@ -375,10 +375,10 @@ suite_test! {
         // Multiplying straight down to fewer primes gives the same message.
         for limbs in [3, 2] {
             let c = ev.multiply_prepared_to(&prepared, &cb, Some(&rk), limbs).unwrap();
-            assert_eq!((c.size(), c.limbs()), (2, limbs));
+            assert_eq!((c.size(), c.level()), (2, limbs));
             assert_eq!(dec(&c), want, "relinearized, {limbs} primes");
             let c3 = ev.multiply_prepared_to(&prepared, &cb, None, limbs).unwrap();
-            assert_eq!((c3.size(), c3.limbs()), (3, limbs));
+            assert_eq!((c3.size(), c3.level()), (3, limbs));
             assert_eq!(dec(&c3), want, "size 3, {limbs} primes");
         }
         for limbs in [0, 4] {
@@ -434,13 +434,13 @@ suite_test! {
         // ciphertext, with far less noise, even over one (29 bits).
         let before = sk.noise_budget(&prod).unwrap();
         let down = ev.mod_switch_to(&prod, 2).unwrap();
-        assert_eq!(down.limbs(), 2);
+        assert_eq!(down.level(), 2);
         assert!(batch.decode(&sk.decrypt(&down).unwrap()).unwrap() == want, "product at 2 primes");
         let after = sk.noise_budget(&down).unwrap();
         eprintln!("product: {before:.1} bits over 3 primes, {after:.1} over 2");
         assert!(after > 0.5 && after < before, "{after}");
         let one = ev.mod_switch_to(&ca, 1).unwrap();
-        assert_eq!(one.limbs(), 1);
+        assert_eq!(one.level(), 1);
         assert!(batch.decode(&sk.decrypt(&one).unwrap()).unwrap() == a, "fresh at 1 prime");
         eprintln!("fresh: {:.1} bits over 1 prime", sk.noise_budget(&one).unwrap());
         assert!(ev.mod_switch_to(&prod, 0).is_err());

@@ -129,7 +129,7 @@ suite_test! {
         bytes.resize(total - 32, 0);
         bytes.extend_from_slice(&seed);
         let ct = Ciphertext::from_bytes(&params, &bytes).unwrap();
-        assert!(ct.is_seeded() && ct.limbs() == 1 && ct.size() == 2);
+        assert!(ct.is_seeded() && ct.level() == 1 && ct.size() == 2);
         assert_eq!(ct.to_bytes(), bytes);
         let expanded = ct.to_bytes_expanded();
         let c1 = &expanded[total - 32..];

@@ -131,7 +131,7 @@ suite_test! {
         let rk = RelinKey::new_with(&sk, &mut prng);
         let q = Quantizer::new(&params, d).unwrap();
         let verifier = Verifier::new(&params, d).unwrap();
-        assert_eq!(verifier.reply_limbs(), 2);
+        assert_eq!(verifier.reply_level(), 2);
         // A full template ciphertext of 32 samples including the extremes.
         let mut embs = extreme_embeddings(d);
         while embs.len() < 32 {
@@ -149,7 +149,7 @@ suite_test! {
             let pq = q.quantize(&probe_emb).unwrap();
             for relin in [Some(&rk), None] {
                 let reply = verifier.verify_with(&template, &probe, &pk, relin, &mut prng).unwrap();
-                assert_eq!(reply.limbs(), 2);
+                assert_eq!(reply.level(), 2);
                 assert_eq!(reply.size(), if relin.is_some() { 2 } else { 3 });
                 assert!(!reply.is_seeded());
                 let got = client::decrypt_scores(&sk, &q, &reply, 32).unwrap();
@@ -376,7 +376,7 @@ suite_test! {
             gallery.push(ct.clone(), chunk.len()).unwrap();
             plain.push(ct, chunk.len()).unwrap();
         }
-        assert_eq!(gallery.stored_limbs(), params.limbs());
+        assert_eq!(gallery.stored_level(), params.limbs());
         assert_eq!(2 * gallery.memory_bytes(), 3 * plain.memory_bytes());
         // One erased template stays out of the ranking.
         let e = gallery.erase(33, &sk, &pk).unwrap();
@@ -389,7 +389,7 @@ suite_test! {
             id.score_encrypted_probe_into(&gallery, &ct, &rk, &mut scores).unwrap();
             assert_eq!(scores.len(), 2);
             for s in &scores {
-                assert_eq!(s.limbs(), params.limbs() - 1);
+                assert_eq!(s.level(), params.limbs() - 1);
                 worst_budget = worst_budget.min(sk.noise_budget(s).unwrap());
             }
             let all = id.rank(&gallery, &sk, &scores, 40).unwrap();
@@ -467,7 +467,7 @@ suite_test! {
                 // The replacement holds every other template of its
                 // ciphertext, and zeros in the erased one's block.
                 let pt = sk.decrypt(e.ciphertext()).unwrap();
-                assert_eq!(e.ciphertext().limbs(), params.limbs());
+                assert_eq!(e.ciphertext().level(), params.limbs());
                 for (j, tq) in quantized.iter().enumerate().skip(pos * per).take(per) {
                     let block = &pt.coeffs()[(j % per) * d..(j % per + 1) * d];
                     let want: Vec<u32> = if j == index || gone.contains(&j) {

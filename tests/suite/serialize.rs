@@ -148,7 +148,7 @@ suite_test! {
                 let back = Ciphertext::from_bytes(&params, &bytes).unwrap();
                 let back_u = Ciphertext::from_bytes_untrusted(&params, &bytes).unwrap();
                 assert_eq!(back, back_u);
-                assert_eq!((back.size(), back.limbs()), (ct.size(), ct.limbs()), "{name}");
+                assert_eq!((back.size(), back.level()), (ct.size(), ct.level()), "{name}");
                 assert_eq!(back.to_bytes(), bytes, "{name}");
                 assert_eq!(back.to_bytes_expanded(), ct.to_bytes_expanded(), "{name}");
                 assert_eq!(sk.decrypt(&back).unwrap(), want, "{name}");

@@ -384,11 +384,11 @@ impl Ciphertext {
     }
 
     fn encode(&self, seeded: bool) -> Vec<u8> {
-        let plans = &self.params.plans_q()[..self.limbs()];
+        let plans = &self.params.plans_q()[..self.level()];
         let total = ct_total(plans, self.size(), seeded);
         let mut out = start(Self::KIND, seeded, &self.params, total);
         out.push(self.size() as u8);
-        out.push(self.limbs() as u8);
+        out.push(self.level() as u8);
         write_poly(&mut out, &self.polys[0], plans);
         match self.seed {
             Some(seed) if seeded => out.extend_from_slice(&seed),
