@@ -41,3 +41,6 @@ pub use wire::{frame_keys, split_keys};
 /// WebAssembly. Nothing broader.
 pub const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
 object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
+
+#[cfg(test)]
+mod tests;
