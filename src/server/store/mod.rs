@@ -70,7 +70,7 @@ const MIGRATIONS: &[&str] = &[
     );",
     // 3: erased gallery templates (bit k: template k of the ciphertext).
     "ALTER TABLE gallery_templates ADD COLUMN erased INTEGER NOT NULL DEFAULT 0;",
-    // 4: the last audit journal generation committed (see `super::journal`).
+    // 4: the last audit journal generation committed (see `audit::journal`).
     "CREATE TABLE audit_journal (applied INTEGER NOT NULL);
     INSERT INTO audit_journal (applied) VALUES (0);",
     // 5: audit rows by time, for retention.
