@@ -19,7 +19,6 @@ pub mod cache;
 pub mod cli;
 pub mod conn;
 pub mod gallery;
-pub mod journal;
 pub mod metrics;
 pub mod routes;
 mod serve;
@@ -27,7 +26,7 @@ pub mod store;
 
 pub use api::{frame_keys, split_keys, ApiError, AppState, Limits, CSP};
 pub use cli::{main, AuditArgs, BackupArgs, BenchArgs, Cli, Command, KeygenArgs, ServeArgs};
-pub use store::{Store, StoreError, SCHEMA_VERSION};
+pub use store::{journal, Store, StoreError, SCHEMA_VERSION};
 
 use crate::bfv::Params;
 

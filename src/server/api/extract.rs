@@ -96,7 +96,8 @@ impl RouteLimit for KeysLimit {
 }
 
 /// A binary body of at most `L`'s limit; a longer one is refused with 413
-/// (see [`read_body`]).
+/// (read up to 1 MiB past the limit and discarded first, so that the
+/// client reads the JSON error rather than a reset connection).
 #[derive(Debug)]
 pub struct BinaryBody<L>(pub Bytes, pub PhantomData<L>);
 

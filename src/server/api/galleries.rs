@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::{header, StatusCode};
@@ -13,7 +14,7 @@ use axum::{Json, Router};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
-use crate::matching::{pack, Gallery};
+use crate::matching::{pack, Gallery, Match};
 use crate::server::routes;
 
 use super::extract::{BinaryBody, CiphertextBody, GalleryName};
@@ -33,6 +34,89 @@ pub struct GalleryState {
 impl FromRef<Arc<GalleryState>> for Limits {
     fn from_ref(st: &Arc<GalleryState>) -> Self {
         st.app.limits
+    }
+}
+
+impl GalleryState {
+    /// Parses a gallery ciphertext of `count` templates and appends it
+    /// (store, then memory). Returns the index of its first template and
+    /// the gallery's template count.
+    async fn add(&self, gallery: &str, body: Bytes, count: u32) -> ApiResult<(usize, usize)> {
+        let params = self.app.params.clone();
+        let body2 = body.clone();
+        let ct = self
+            .app
+            .compute(move || parse_fresh_ciphertext(&params, "gallery template", &body2))
+            .await??;
+        // Appends are serialized, so memory and disk agree on the order.
+        let g = gallery.to_string();
+        let store = self.app.store.clone();
+        self.service
+            .galleries
+            .append(gallery, ct, count, move || {
+                store.add_gallery_template(&g, &body, count).map(drop)
+            })
+            .await
+    }
+
+    /// A gallery's counts and memory.
+    fn info(&self, gallery: &str) -> ApiResult<GalleryInfo> {
+        let per = pack::templates_per_ciphertext(&self.app.params, self.app.dim);
+        self.service.galleries.with(gallery, |g| {
+            let GalleryCounts {
+                ciphertexts,
+                erased,
+                gallery,
+                templates,
+            } = GalleryCounts::of(gallery, g);
+            Ok(GalleryInfo {
+                ciphertexts,
+                erased,
+                gallery,
+                memory_bytes: g.memory_bytes(),
+                templates,
+                templates_per_ciphertext: per,
+            })
+        })
+    }
+
+    /// Erases template `index` (store, then memory). Returns the gallery's
+    /// remaining template count.
+    async fn erase(&self, gallery: &str, index: usize) -> ApiResult<usize> {
+        let svc = &self.service;
+        let store = self.app.store.clone();
+        let g = gallery.to_string();
+        svc.galleries
+            .erase(gallery, index, (&svc.sk, &svc.pk), move |seq, ct, mask| {
+                store.erase_gallery_template(&g, seq, &ct, mask)
+            })
+            .await
+    }
+
+    /// Removes a gallery (store, then memory).
+    async fn delete(&self, gallery: &str) -> ApiResult<()> {
+        let store = self.app.store.clone();
+        let g = gallery.to_string();
+        self.service
+            .galleries
+            .remove(gallery, move || store.delete_gallery(&g))
+            .await
+    }
+
+    /// The best `req.top_k` matches of `req.embedding` in `gallery`, on the
+    /// rayon pool.
+    async fn identify(&self, gallery: &str, req: IdentifyRequest) -> ApiResult<Vec<Match>> {
+        let svc = self.service.clone();
+        let g = gallery.to_string();
+        self.app
+            .compute(move || -> ApiResult<_> {
+                svc.galleries.with(&g, |gal| {
+                    Ok(svc
+                        .identifier
+                        .identify(gal, &svc.sk, &req.embedding, req.top_k)?)
+                })
+            })
+            .await?
     }
 }
 
@@ -112,22 +196,7 @@ async fn gallery_add(
 ) -> ApiResult<(StatusCode, Json<GalleryAdded>)> {
     let GalleryName(gallery) = gallery?;
     let count = check_count(&st.app, query)?;
-    let params = st.app.params.clone();
-    let body2 = body.clone();
-    let ct = st
-        .app
-        .compute(move || parse_fresh_ciphertext(&params, "gallery template", &body2))
-        .await??;
-    // Appends are serialized, so memory and disk agree on the order.
-    let g = gallery.clone();
-    let store = st.app.store.clone();
-    let (first_index, templates) = st
-        .service
-        .galleries
-        .append(&gallery, ct, count, move || {
-            store.add_gallery_template(&g, &body, count).map(drop)
-        })
-        .await?;
+    let (first_index, templates) = st.add(&gallery, body, count).await?;
     Ok((
         StatusCode::CREATED,
         Json(GalleryAdded {
@@ -188,23 +257,7 @@ async fn gallery_info(
     gallery: ApiResult<GalleryName>,
 ) -> ApiResult<Json<GalleryInfo>> {
     let GalleryName(gallery) = gallery?;
-    let per = pack::templates_per_ciphertext(&st.app.params, st.app.dim);
-    let info = st.service.galleries.with(&gallery, |g| {
-        let GalleryCounts {
-            ciphertexts,
-            erased,
-            gallery,
-            templates,
-        } = GalleryCounts::of(&gallery, g);
-        Ok(GalleryInfo {
-            ciphertexts,
-            erased,
-            gallery,
-            memory_bytes: g.memory_bytes(),
-            templates,
-            templates_per_ciphertext: per,
-        })
-    })?;
+    let info = st.info(&gallery)?;
     Ok(Json(info))
 }
 
@@ -224,15 +277,7 @@ async fn gallery_erase(
             "a template index is a non-negative integer",
         )
     })?;
-    let svc = &st.service;
-    let store = st.app.store.clone();
-    let g = gallery.clone();
-    let left = svc
-        .galleries
-        .erase(&gallery, index, (&svc.sk, &svc.pk), move |seq, ct, mask| {
-            store.erase_gallery_template(&g, seq, &ct, mask)
-        })
-        .await?;
+    let left = st.erase(&gallery, index).await?;
     tracing::info!(gallery = %gallery, index, templates = left, "template erased");
     Ok(StatusCode::NO_CONTENT)
 }
@@ -243,12 +288,7 @@ async fn gallery_delete(
     gallery: ApiResult<GalleryName>,
 ) -> ApiResult<StatusCode> {
     let GalleryName(gallery) = gallery?;
-    let store = st.app.store.clone();
-    let g = gallery.clone();
-    st.service
-        .galleries
-        .remove(&gallery, move || store.delete_gallery(&g))
-        .await?;
+    st.delete(&gallery).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -292,18 +332,7 @@ async fn gallery_identify(
             "top_k must be in 1..=100",
         ));
     }
-    let svc = st.service.clone();
-    let g = gallery.clone();
-    let matches = st
-        .app
-        .compute(move || -> ApiResult<_> {
-            svc.galleries.with(&g, |gal| {
-                Ok(svc
-                    .identifier
-                    .identify(gal, &svc.sk, &req.embedding, req.top_k)?)
-            })
-        })
-        .await??;
+    let matches = st.identify(&gallery, req).await?;
     let matches = matches
         .iter()
         .map(|m| Ranked {

@@ -7,13 +7,15 @@
 //! tokio's blocking pool; a verification's audit row is journaled by its own
 //! thread (one `write`) and moved into the database by the audit flusher.
 //!
-//! * [`router`]: the routes and their layers.
+//! * [`router`](mod@router): the routes and their layers.
 //! * [`state`]: [`AppState`], [`Service`], [`Limits`].
 //! * [`error`]: [`ApiError`] and the conversions into it; [`code`]: the
 //!   [`ErrorCode`] of each (docs/API.md's error table).
 //! * [`extract`]: checked names and size-limited binary bodies.
-//! * `users`, `verify`, `galleries`, `meta`, `static_files`: the handlers,
-//!   by resource; `log`: the request-logging middleware.
+//! * `users`, `verify`, `galleries` (1:N: a router with its own state),
+//!   [`meta`], `static_files`: the handlers, by resource; `wire`: the keys
+//!   framing and the fresh-ciphertext check; `log`: the request-logging
+//!   middleware.
 
 pub mod code;
 pub mod error;
@@ -41,3 +43,6 @@ pub use wire::{frame_keys, split_keys};
 /// WebAssembly. Nothing broader.
 pub const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
 object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
+
+#[cfg(test)]
+mod tests;

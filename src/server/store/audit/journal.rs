@@ -1,6 +1,6 @@
 //! The audit journal: a verification's audit row is appended to a file with
 //! one `write` before its reply is sent, and moved into the database in
-//! batches by [`Store::flush_audit`](super::store::Store::flush_audit).
+//! batches by [`Store::flush_audit`](crate::server::store::Store::flush_audit).
 //!
 //! A row is acknowledged once its bytes are in the file: the operating system
 //! holds them, so they survive a crash of the server (`kill -9`), as a commit
@@ -28,7 +28,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use super::store::AuditRow;
+use super::AuditRow;
 
 const MAGIC: &[u8; 8] = b"BMAUDIT1";
 const HEADER: u64 = 16;

@@ -1,0 +1,199 @@
+//! The audit log of verifications: rows journaled on the request's thread
+//! ([`journal`]), moved into the database in batches by a flusher thread,
+//! and pruned past their retention.
+
+pub mod journal;
+
+use std::borrow::Cow;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection, TransactionBehavior};
+
+use super::{now_millis, Store, StoreError};
+use journal::Batch;
+
+/// One audit row (a verification).
+#[derive(Clone, Debug)]
+pub struct AuditRow {
+    pub user: String,
+    /// Milliseconds since the Unix epoch.
+    pub ts: i64,
+    pub outcome: Cow<'static, str>,
+    pub duration_us: u64,
+}
+
+/// How often the audit flusher moves journaled rows into the database.
+pub const AUDIT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How often the audit flusher removes rows past their retention (and once
+/// when it starts).
+pub const AUDIT_PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Audit rows removed per transaction when pruning, so the store is never
+/// held long.
+pub(super) const PRUNE_CHUNK: i64 = 10_000;
+
+/// The audit log: [`AuditLog::record`] appends a row to the store's journal
+/// (one `write`, on the calling thread), and a flusher thread moves the
+/// journaled rows into the database every [`AUDIT_FLUSH_INTERVAL`], in one
+/// transaction per batch (see [`Store::flush_audit`]). Reads of the audit
+/// table through the store flush first, so they see every recorded row.
+pub struct AuditLog {
+    store: Arc<Store>,
+}
+
+impl std::fmt::Debug for AuditLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AuditLog")
+    }
+}
+
+impl AuditLog {
+    /// Starts the flusher thread over `store`. It runs for the life of the
+    /// process; the server flushes once more when it stops. With a
+    /// `retention`, the thread also removes older rows (see
+    /// [`Store::prune_audit`]) when it starts and every
+    /// [`AUDIT_PRUNE_INTERVAL`].
+    pub fn start(store: Arc<Store>, retention: Option<Duration>) -> std::io::Result<Self> {
+        let flusher = store.clone();
+        std::thread::Builder::new()
+            .name("audit".into())
+            .spawn(move || {
+                // A failure is logged once, not every interval, until a
+                // flush succeeds again (the rows stay journaled meanwhile).
+                let mut failing = false;
+                let mut pruned: Option<Instant> = None;
+                loop {
+                    if let Some(keep) = retention {
+                        if pruned.is_none_or(|t| t.elapsed() >= AUDIT_PRUNE_INTERVAL) {
+                            pruned = Some(Instant::now());
+                            let before = now_millis() - keep.as_millis() as i64;
+                            match flusher.prune_audit(before) {
+                                Ok(0) => {}
+                                Ok(rows) => tracing::info!(
+                                    rows,
+                                    retention_days = keep.as_secs() / 86_400,
+                                    "audit rows past their retention removed"
+                                ),
+                                Err(e) => tracing::error!(error = %e, "audit retention"),
+                            }
+                        }
+                    }
+                    std::thread::sleep(AUDIT_FLUSH_INTERVAL);
+                    match flusher.flush_audit() {
+                        Ok(_) if failing => {
+                            tracing::info!("audit flush recovered");
+                            failing = false;
+                        }
+                        Ok(_) => {}
+                        Err(e) if !failing => {
+                            tracing::error!(error = %e, "audit flush");
+                            failing = true;
+                        }
+                        Err(_) => {}
+                    }
+                }
+            })?;
+        Ok(Self { store })
+    }
+
+    /// Journals `row`; once this returns `Ok` the row survives a crash of
+    /// the server. Returns how long the append took.
+    pub fn record(&self, row: AuditRow) -> Result<Duration, StoreError> {
+        let start = Instant::now();
+        self.store.journal.append(row)?;
+        Ok(start.elapsed())
+    }
+}
+
+impl Store {
+    /// Moves the journaled audit rows into the database: the journal starts
+    /// a new file, and the old file's rows are committed in one transaction
+    /// (with `synchronous=FULL`, each only if its user still exists) that
+    /// also records the file's generation as applied; then the file is
+    /// removed. Returns the number of rows committed. A batch whose commit
+    /// fails stays queued (its file stays too) and is retried first.
+    pub fn flush_audit(&self) -> Result<usize, StoreError> {
+        let flushed = self.flush_queued();
+        if flushed.is_err() {
+            self.flush_failures.fetch_add(1, Ordering::Relaxed);
+        }
+        flushed
+    }
+
+    fn flush_queued(&self) -> Result<usize, StoreError> {
+        let mut queue = self.flushing.lock().map_err(|_| StoreError::Poisoned)?;
+        if let Some(batch) = self.journal.take()? {
+            self.queued_rows
+                .fetch_add(batch.rows.len(), Ordering::Relaxed);
+            queue.push(batch);
+        }
+        let mut rows = 0;
+        while let Some(batch) = queue.first() {
+            commit_audit(&mut *self.lock()?, batch)?;
+            self.journal.remove(batch.generation);
+            rows += batch.rows.len();
+            self.queued_rows
+                .fetch_sub(batch.rows.len(), Ordering::Relaxed);
+            queue.remove(0);
+        }
+        Ok(rows)
+    }
+
+    /// Audit rows recorded and not yet in the database.
+    pub fn audit_journaled(&self) -> usize {
+        self.journal.pending().unwrap_or(0) + self.queued_rows.load(Ordering::Relaxed)
+    }
+
+    /// Audit flushes that failed since the store opened.
+    pub fn audit_flush_failures(&self) -> u64 {
+        self.flush_failures.load(Ordering::Relaxed)
+    }
+
+    /// Removes the audit rows older than `before` (ms since the Unix epoch),
+    /// 10,000 per transaction. Returns how many. Like every
+    /// deletion here, the rows are zeroed in the file (`secure_delete`) and
+    /// the WAL is truncated after.
+    pub fn prune_audit(&self, before: i64) -> Result<usize, StoreError> {
+        let mut total = 0;
+        loop {
+            let n = self.with(|c| {
+                Ok(c.execute(
+                    "DELETE FROM audit WHERE id IN
+                     (SELECT id FROM audit WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
+                    params![before, PRUNE_CHUNK],
+                )?)
+            })?;
+            total += n;
+            if (n as i64) < PRUNE_CHUNK {
+                break;
+            }
+        }
+        if total > 0 {
+            Self::scrub(&*self.lock()?);
+        }
+        Ok(total)
+    }
+}
+
+/// Commits one journal batch and records its generation as applied.
+pub(super) fn commit_audit(c: &mut Connection, batch: &Batch) -> Result<(), StoreError> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    {
+        let mut st = tx.prepare_cached(
+            "INSERT INTO audit (user, ts, outcome, duration_us)
+             SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM users WHERE user = ?1)",
+        )?;
+        for r in &batch.rows {
+            st.execute(params![r.user, r.ts, r.outcome, r.duration_us as i64])?;
+        }
+    }
+    tx.execute(
+        "UPDATE audit_journal SET applied = ?1",
+        [batch.generation as i64],
+    )?;
+    tx.commit()?;
+    Ok(())
+}

@@ -1,0 +1,101 @@
+//! 1:N gallery ciphertexts (templates encrypted under the service key).
+
+use rusqlite::{params, TransactionBehavior};
+
+use super::{now_secs, Store, StoreError};
+
+/// A gallery ciphertext as stored.
+#[derive(Clone, Debug)]
+pub struct GalleryRow {
+    pub gallery: String,
+    pub seq: i64,
+    pub ciphertext: Vec<u8>,
+    pub count: u32,
+    /// Erased templates of the ciphertext (bit k: template k).
+    pub erased: u64,
+}
+
+impl Store {
+    /// Appends a gallery ciphertext; returns its sequence number (0, 1, ...).
+    pub fn add_gallery_template(
+        &self,
+        gallery: &str,
+        ciphertext: &[u8],
+        count: u32,
+    ) -> Result<i64, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let seq: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM gallery_templates WHERE gallery = ?1",
+                [gallery],
+                |r| r.get(0),
+            )?;
+            tx.execute(
+                "INSERT INTO gallery_templates (gallery, seq, ciphertext, count, created)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![gallery, seq, ciphertext, count, now_secs()],
+            )?;
+            tx.commit()?;
+            Ok(seq)
+        })
+    }
+
+    /// Replaces gallery ciphertext `seq` with `ciphertext` (the same
+    /// templates but the erased ones) and records its erased templates.
+    /// Returns whether the row existed.
+    pub fn erase_gallery_template(
+        &self,
+        gallery: &str,
+        seq: i64,
+        ciphertext: &[u8],
+        erased: u64,
+    ) -> Result<bool, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let n = tx.execute(
+                "UPDATE gallery_templates SET ciphertext = ?3, erased = ?4
+                 WHERE gallery = ?1 AND seq = ?2",
+                params![gallery, seq, ciphertext, erased as i64],
+            )?;
+            tx.commit()?;
+            Self::scrub(c);
+            Ok(n == 1)
+        })
+    }
+
+    /// Removes every ciphertext of a gallery. Returns whether it had any.
+    pub fn delete_gallery(&self, gallery: &str) -> Result<bool, StoreError> {
+        self.with(|c| {
+            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let n = tx.execute(
+                "DELETE FROM gallery_templates WHERE gallery = ?1",
+                [gallery],
+            )?;
+            tx.commit()?;
+            Self::scrub(c);
+            Ok(n > 0)
+        })
+    }
+
+    /// Every gallery ciphertext, by gallery and sequence number.
+    pub fn gallery_rows(&self) -> Result<Vec<GalleryRow>, StoreError> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT gallery, seq, ciphertext, count, erased
+                 FROM gallery_templates ORDER BY gallery, seq",
+            )?;
+            let rows = st
+                .query_map([], |r| {
+                    Ok(GalleryRow {
+                        gallery: r.get(0)?,
+                        seq: r.get(1)?,
+                        ciphertext: r.get(2)?,
+                        count: r.get(3)?,
+                        erased: r.get::<_, i64>(4)? as u64,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(rows)
+        })
+    }
+}
