@@ -322,7 +322,7 @@ fi
 # Benches are left out of test runs (their setup builds a 100 000-template
 # gallery); clippy above still compiles them.
 TEST_TARGETS=(--lib --bins --tests --examples)
-# With the server feature: tests/server.rs starts the real blindmatch-server
+# With the server feature: tests/server/ starts the real blindmatch-server
 # binary on loopback (full flows, errors, 10 000 corrupted bodies, kill -9
 # durability, a bounded load test).
 if want native; then
@@ -348,7 +348,7 @@ fi
 # test itself; release build, with the load and mutation counts scaled to
 # emulation speed.
 if want aarch64-server; then
-  test_run aarch64-server tests/server.rs $((40 * MIN)) \
+  test_run aarch64-server tests/server/main.rs $((40 * MIN)) \
     env BLINDMATCH_REQUIRE_BACKEND=neon \
     BLINDMATCH_TEST_RUNNER="qemu-aarch64 -L /usr/aarch64-linux-gnu" \
     BLINDMATCH_LOAD_N=200 BLINDMATCH_MUTATIONS=2000 \

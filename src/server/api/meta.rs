@@ -75,14 +75,14 @@ pub struct ParamsInfo {
     pub name: &'static str,
     pub plaintext_modulus: u32,
     pub quantizer_scale: u32,
-    pub reply_limbs: usize,
+    pub reply_level: usize,
     pub security: &'static str,
     pub special_prime: u32,
     pub templates_per_ciphertext: usize,
 }
 
 /// The parameters' id and a readable description.
-pub fn params_description(params: &Params, dim: usize, reply_limbs: usize) -> ParamsInfo {
+pub fn params_description(params: &Params, dim: usize, reply_level: usize) -> ParamsInfo {
     let scale = Quantizer::new(params, dim).map(|q| q.scale()).unwrap_or(0);
     ParamsInfo {
         ciphertext_primes: params.ciphertext_primes().to_vec(),
@@ -95,7 +95,7 @@ pub fn params_description(params: &Params, dim: usize, reply_limbs: usize) -> Pa
         name: "auth4096",
         plaintext_modulus: params.plaintext_modulus(),
         quantizer_scale: scale,
-        reply_limbs,
+        reply_level,
         security: "128-bit classical (HomomorphicEncryption.org table, ternary secret)",
         special_prime: params.special_prime(),
         templates_per_ciphertext: pack::templates_per_ciphertext(params, dim),
@@ -105,7 +105,7 @@ pub fn params_description(params: &Params, dim: usize, reply_limbs: usize) -> Pa
 pub(super) async fn params_info(State(st): State<Arc<AppState>>) -> Json<ParamsInfo> {
     Json(ParamsInfo {
         limits: Some(st.limits),
-        ..params_description(&st.params, st.dim, st.verifier.reply_limbs())
+        ..params_description(&st.params, st.dim, st.verifier.reply_level())
     })
 }
 
@@ -135,7 +135,7 @@ mod tests {
             "dimension": 128,
             "templates_per_ciphertext": pack::templates_per_ciphertext(&params, 128),
             "quantizer_scale": scale,
-            "reply_limbs": 1,
+            "reply_level": 1,
             "format_version": crate::bfv::FORMAT_VERSION,
         });
         assert_eq!(

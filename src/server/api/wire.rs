@@ -60,12 +60,12 @@ pub(super) fn parse_fresh_ciphertext(
 ) -> ApiResult<Ciphertext> {
     let ct =
         Ciphertext::from_bytes_untrusted(params, bytes).map_err(|e| ApiError::format(what, e))?;
-    if ct.size() != 2 || ct.limbs() != params.limbs() {
+    if ct.size() != 2 || ct.level() != params.limbs() {
         return Err(ApiError::new(ErrorCode::BadCiphertext, format!(
                 "{what}: a fresh ciphertext of size 2 over {} primes is expected (got size {}, {} primes)",
                 params.limbs(),
                 ct.size(),
-                ct.limbs()
+                ct.level()
             ),
         ));
     }

@@ -347,30 +347,7 @@ fn read_rows(path: &Path, generation: u64) -> std::io::Result<Vec<AuditRow>> {
 
 /// CRC-32 (IEEE 802.3, reflected, as in zlib and PNG).
 fn crc32(bytes: &[u8]) -> u32 {
-    const TABLE: [u32; 256] = {
-        let mut t = [0u32; 256];
-        let mut i = 0;
-        while i < 256 {
-            let mut c = i as u32;
-            let mut k = 0;
-            while k < 8 {
-                c = if c & 1 != 0 {
-                    0xEDB8_8320 ^ (c >> 1)
-                } else {
-                    c >> 1
-                };
-                k += 1;
-            }
-            t[i] = c;
-            i += 1;
-        }
-        t
-    };
-    let mut c = !0u32;
-    for &b in bytes {
-        c = TABLE[((c ^ b as u32) & 0xff) as usize] ^ (c >> 8);
-    }
-    !c
+    crc32fast::hash(bytes)
 }
 
 #[cfg(test)]
