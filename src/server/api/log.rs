@@ -96,7 +96,9 @@ pub(super) async fn request_log(
 
 /// A response body that calls `on_end(true)` once its last frame has been
 /// taken (or `on_end(false)` if it is dropped before that, for example when
-/// the client goes away).
+/// the client goes away). Written here because `tower-http`'s trace layer
+/// reports the end of a body's stream but not a body dropped before its end,
+/// and the log line, the metrics and the connection's wire timing need both.
 struct LoggedBody<F: FnOnce(bool)> {
     inner: Body,
     on_end: Option<F>,
