@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 pub use audit::journal;
 pub use audit::{AuditLog, AuditRow, AUDIT_FLUSH_INTERVAL, AUDIT_PRUNE_INTERVAL};
@@ -188,6 +188,29 @@ impl Store {
         f(&mut *self.lock()?)
     }
 
+    /// Runs `f` in one `IMMEDIATE` transaction and commits it. An error
+    /// drops the transaction, which rolls it back: a refused write writes
+    /// nothing.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.with(|c| write_in(c, f))
+    }
+
+    /// [`Store::write`] for one that deletes or overwrites bytes: once it is
+    /// committed, the old bytes are scrubbed from the WAL (see [`Store::scrub`]).
+    fn write_and_scrub<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.with(|c| {
+            let out = write_in(c, f)?;
+            Self::scrub(c);
+            Ok(out)
+        })
+    }
+
     /// The schema version of the open database.
     pub fn schema_version(&self) -> Result<i64, StoreError> {
         self.with(|c| Ok(c.query_row("SELECT version FROM schema_version", [], |r| r.get(0))?))
@@ -207,6 +230,18 @@ impl Store {
             Err(e) => tracing::warn!(error = %e, "checkpoint after a deletion"),
         }
     }
+}
+
+/// [`Store::write`] on a connection the caller holds already (the audit
+/// commits: at open, in a flush, and offline).
+fn write_in<T>(
+    c: &mut Connection,
+    f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let out = f(&tx)?;
+    tx.commit()?;
+    Ok(out)
 }
 
 /// Creates the schema or brings it up to [`SCHEMA_VERSION`], one transaction
