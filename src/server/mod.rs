@@ -23,6 +23,8 @@ pub mod metrics;
 pub mod routes;
 mod serve;
 pub mod store;
+#[cfg(test)]
+mod test_dir;
 
 pub use api::{frame_keys, split_keys, ApiError, AppState, Limits, CSP};
 pub use cli::{main, AuditArgs, BackupArgs, BenchArgs, Cli, Command, KeygenArgs, ServeArgs};

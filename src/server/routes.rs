@@ -38,9 +38,8 @@ const fn route(path: &'static str, methods: &'static [&'static str]) -> Route {
 
 const fn one_to_n(path: &'static str, methods: &'static [&'static str]) -> Route {
     Route {
-        path,
-        methods,
         one_to_n: true,
+        ..route(path, methods)
     }
 }
 

@@ -46,29 +46,35 @@ async fn path_name<S: Send + Sync>(parts: &mut Parts, state: &S, key: &str) -> A
     Ok(name)
 }
 
-/// The `{user}` of a route, checked by [`check_name`].
-#[derive(Debug)]
-pub struct UserName(pub String);
+/// Declares the extractor of one name parameter of a route (`{user}`,
+/// `{gallery}`), checked by [`check_name`].
+macro_rules! name_extractor {
+    ($(#[$doc:meta])* $name:ident, $key:literal) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name(pub String);
 
-impl<S: Send + Sync> FromRequestParts<S> for UserName {
-    type Rejection = ApiError;
+        impl<S: Send + Sync> FromRequestParts<S> for $name {
+            type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> ApiResult<Self> {
-        path_name(parts, state, "user").await.map(Self)
-    }
+            async fn from_request_parts(parts: &mut Parts, state: &S) -> ApiResult<Self> {
+                path_name(parts, state, $key).await.map(Self)
+            }
+        }
+    };
 }
 
-/// The `{gallery}` of a route, checked by [`check_name`].
-#[derive(Debug)]
-pub struct GalleryName(pub String);
+name_extractor!(
+    /// The `{user}` of a route, checked by [`check_name`].
+    UserName,
+    "user"
+);
 
-impl<S: Send + Sync> FromRequestParts<S> for GalleryName {
-    type Rejection = ApiError;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> ApiResult<Self> {
-        path_name(parts, state, "gallery").await.map(Self)
-    }
-}
+name_extractor!(
+    /// The `{gallery}` of a route, checked by [`check_name`].
+    GalleryName,
+    "gallery"
+);
 
 /// Which of [`Limits`] bounds a binary body.
 pub trait RouteLimit {

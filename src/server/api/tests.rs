@@ -85,12 +85,43 @@ async fn call(app: &Router, method: &str, path: &str, body: Vec<u8>) -> (StatusC
     (status, code)
 }
 
+/// A request (method, path, body) and the status and JSON code expected.
+type Case = (
+    &'static str,
+    &'static str,
+    Vec<u8>,
+    StatusCode,
+    &'static str,
+);
+
+/// `PUT` on a gallery: 405 whether 1:N is on or off.
+fn gallery_put_refused() -> Case {
+    (
+        "PUT",
+        "/v1/galleries/g",
+        vec![],
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+    )
+}
+
+/// Sends each case's request and checks its status and code.
+async fn expect_all(app: &Router, cases: Vec<Case>) {
+    for (method, path, body, status, code) in cases {
+        assert_eq!(
+            call(app, method, path, body).await,
+            (status, code.to_string()),
+            "{method} {path}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn refusals_map_to_their_status_and_code() {
     let st = state("refusals");
     let keys_limit = st.limits.keys;
     let app = router(st);
-    let cases: Vec<(&str, &str, Vec<u8>, StatusCode, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "GET",
             "/v1/nothing",
@@ -169,21 +200,9 @@ async fn refusals_map_to_their_status_and_code() {
             StatusCode::NOT_FOUND,
             "identify_disabled",
         ),
-        (
-            "PUT",
-            "/v1/galleries/g",
-            vec![],
-            StatusCode::METHOD_NOT_ALLOWED,
-            "method_not_allowed",
-        ),
+        gallery_put_refused(),
     ];
-    for (method, path, body, status, code) in cases {
-        assert_eq!(
-            call(&app, method, path, body).await,
-            (status, code.to_string()),
-            "{method} {path}"
-        );
-    }
+    expect_all(&app, cases).await;
 }
 
 /// Each route of the table answers its methods (with anything but 404
@@ -221,7 +240,7 @@ async fn every_route_of_the_table_is_routed() {
 #[tokio::test]
 async fn one_to_n_routes_answer_with_a_service_key() {
     let app = router(state_1ton("1ton"));
-    let cases: Vec<(&str, &str, Vec<u8>, StatusCode, &str)> = vec![
+    let cases: Vec<Case> = vec![
         (
             "GET",
             "/v1/galleries/g",
@@ -250,21 +269,9 @@ async fn one_to_n_routes_answer_with_a_service_key() {
             StatusCode::BAD_REQUEST,
             "bad_top_k",
         ),
-        (
-            "PUT",
-            "/v1/galleries/g",
-            vec![],
-            StatusCode::METHOD_NOT_ALLOWED,
-            "method_not_allowed",
-        ),
+        gallery_put_refused(),
     ];
-    for (method, path, body, status, code) in cases {
-        assert_eq!(
-            call(&app, method, path, body).await,
-            (status, code.to_string()),
-            "{method} {path}"
-        );
-    }
+    expect_all(&app, cases).await;
     let (status, _) = call(&app, "GET", "/v1/galleries", vec![]).await;
     assert_eq!(status, StatusCode::OK);
 }

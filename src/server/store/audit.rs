@@ -9,9 +9,9 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rusqlite::{params, Connection, TransactionBehavior};
+use rusqlite::{params, Connection};
 
-use super::{now_millis, Store, StoreError};
+use super::{now_millis, write_in, Store, StoreError};
 use journal::Batch;
 
 /// One audit row (a verification).
@@ -180,8 +180,7 @@ impl Store {
 
 /// Commits one journal batch and records its generation as applied.
 pub(super) fn commit_audit(c: &mut Connection, batch: &Batch) -> Result<(), StoreError> {
-    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    {
+    write_in(c, |tx| {
         let mut st = tx.prepare_cached(
             "INSERT INTO audit (user, ts, outcome, duration_us)
              SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM users WHERE user = ?1)",
@@ -189,11 +188,10 @@ pub(super) fn commit_audit(c: &mut Connection, batch: &Batch) -> Result<(), Stor
         for r in &batch.rows {
             st.execute(params![r.user, r.ts, r.outcome, r.duration_us as i64])?;
         }
-    }
-    tx.execute(
-        "UPDATE audit_journal SET applied = ?1",
-        [batch.generation as i64],
-    )?;
-    tx.commit()?;
-    Ok(())
+        tx.execute(
+            "UPDATE audit_journal SET applied = ?1",
+            [batch.generation as i64],
+        )?;
+        Ok(())
+    })
 }

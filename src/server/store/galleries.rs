@@ -1,6 +1,6 @@
 //! 1:N gallery ciphertexts (templates encrypted under the service key).
 
-use rusqlite::{params, TransactionBehavior};
+use rusqlite::params;
 
 use super::{now_secs, Store, StoreError};
 
@@ -23,8 +23,7 @@ impl Store {
         ciphertext: &[u8],
         count: u32,
     ) -> Result<i64, StoreError> {
-        self.with(|c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write(|tx| {
             let seq: i64 = tx.query_row(
                 "SELECT COALESCE(MAX(seq) + 1, 0) FROM gallery_templates WHERE gallery = ?1",
                 [gallery],
@@ -35,7 +34,6 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![gallery, seq, ciphertext, count, now_secs()],
             )?;
-            tx.commit()?;
             Ok(seq)
         })
     }
@@ -50,29 +48,23 @@ impl Store {
         ciphertext: &[u8],
         erased: u64,
     ) -> Result<bool, StoreError> {
-        self.with(|c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_and_scrub(|tx| {
             let n = tx.execute(
                 "UPDATE gallery_templates SET ciphertext = ?3, erased = ?4
                  WHERE gallery = ?1 AND seq = ?2",
                 params![gallery, seq, ciphertext, erased as i64],
             )?;
-            tx.commit()?;
-            Self::scrub(c);
             Ok(n == 1)
         })
     }
 
     /// Removes every ciphertext of a gallery. Returns whether it had any.
     pub fn delete_gallery(&self, gallery: &str) -> Result<bool, StoreError> {
-        self.with(|c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_and_scrub(|tx| {
             let n = tx.execute(
                 "DELETE FROM gallery_templates WHERE gallery = ?1",
                 [gallery],
             )?;
-            tx.commit()?;
-            Self::scrub(c);
             Ok(n > 0)
         })
     }

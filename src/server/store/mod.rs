@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use rusqlite::{Connection, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 pub use audit::journal;
 pub use audit::{AuditLog, AuditRow, AUDIT_FLUSH_INTERVAL, AUDIT_PRUNE_INTERVAL};
@@ -188,6 +188,29 @@ impl Store {
         f(&mut *self.lock()?)
     }
 
+    /// Runs `f` in one `IMMEDIATE` transaction and commits it. An error
+    /// drops the transaction, which rolls it back: a refused write writes
+    /// nothing.
+    fn write<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.with(|c| write_in(c, f))
+    }
+
+    /// [`Store::write`] for one that deletes or overwrites bytes: once it is
+    /// committed, the old bytes are scrubbed from the WAL (see [`Store::scrub`]).
+    fn write_and_scrub<T>(
+        &self,
+        f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        self.with(|c| {
+            let out = write_in(c, f)?;
+            Self::scrub(c);
+            Ok(out)
+        })
+    }
+
     /// The schema version of the open database.
     pub fn schema_version(&self) -> Result<i64, StoreError> {
         self.with(|c| Ok(c.query_row("SELECT version FROM schema_version", [], |r| r.get(0))?))
@@ -207,6 +230,18 @@ impl Store {
             Err(e) => tracing::warn!(error = %e, "checkpoint after a deletion"),
         }
     }
+}
+
+/// [`Store::write`] on a connection the caller holds already (the audit
+/// commits: at open, in a flush, and offline).
+fn write_in<T>(
+    c: &mut Connection,
+    f: impl FnOnce(&Transaction<'_>) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let out = f(&tx)?;
+    tx.commit()?;
+    Ok(out)
 }
 
 /// Creates the schema or brings it up to [`SCHEMA_VERSION`], one transaction
@@ -245,14 +280,7 @@ mod tests {
 
     use super::audit::PRUNE_CHUNK;
     use super::*;
-
-    /// A fresh directory for one test's database.
-    fn temp_dir(tag: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("blindmatch-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
-    }
+    use crate::server::test_dir::TestDir;
 
     fn row(user: &str) -> AuditRow {
         AuditRow {
@@ -268,7 +296,7 @@ mod tests {
     /// its top bit set (template 63 at d = 64) reads back as written.
     #[test]
     fn schema_2_migrates_and_erasure_masks_round_trip() {
-        let dir = temp_dir("mig");
+        let dir = TestDir::new("mig");
         let path = dir.join("t.db");
         {
             let c = Connection::open(&path).unwrap();
@@ -301,15 +329,13 @@ mod tests {
         assert!(store.delete_gallery("g").unwrap());
         assert!(!store.delete_gallery("g").unwrap());
         assert!(store.gallery_rows().unwrap().is_empty());
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// Retention removes exactly the rows older than the cut, however many
     /// chunks that takes, and nothing else.
     #[test]
     fn prune_audit_removes_only_rows_past_the_cut() {
-        let dir = temp_dir("prune");
+        let dir = TestDir::new("prune");
         let store = Store::open(&dir.join("t.db")).unwrap();
         store.put_keys("ann", "00", b"pk", None).unwrap();
         let old = PRUNE_CHUNK as usize + 5;
@@ -336,8 +362,6 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(left, (1_000_000..1_000_010).collect::<Vec<_>>());
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// `audit_log` reads committed and journaled rows alike, each once,
@@ -345,7 +369,7 @@ mod tests {
     /// still journaled are left out, as a flush would.
     #[test]
     fn audit_log_reads_the_database_and_the_journal() {
-        let dir = temp_dir("auditlog");
+        let dir = TestDir::new("auditlog");
         let path = dir.join("t.db");
         let store = Store::open(&path).unwrap();
         store.put_keys("ann", "00", b"pk", None).unwrap();
@@ -389,8 +413,6 @@ mod tests {
             audit_log(&dir.join("none.db"), None, 0, 1),
             Err(OfflineError::NoDatabase)
         ));
-        drop(store);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A recorded row is in the journal at once and in the database after a
@@ -399,7 +421,7 @@ mod tests {
     /// when the store opens again.
     #[test]
     fn audit_rows_go_through_the_journal_and_survive_a_crash() {
-        let dir = temp_dir("audit");
+        let dir = TestDir::new("audit");
         let path = dir.join("t.db");
         let rows_in_db = |c: &Connection| -> i64 {
             c.query_row("SELECT count(*) FROM audit", [], |r| r.get(0))
@@ -451,6 +473,5 @@ mod tests {
         store.journal.append(row("ann")).unwrap();
         assert!(store.delete_user("ann").unwrap());
         assert_eq!(rows_in_db(&store.lock().unwrap()), 0);
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,6 +1,6 @@
 //! Users: their keys and template (1:1).
 
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, OptionalExtension, Transaction};
 
 use super::{now_secs, Store, StoreError};
 
@@ -52,14 +52,8 @@ impl Store {
         public_key: &[u8],
         relin_key: Option<&[u8]>,
     ) -> Result<(), StoreError> {
-        self.with(|c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let exists: bool = tx.query_row(
-                "SELECT EXISTS(SELECT 1 FROM users WHERE user = ?1)",
-                [user],
-                |r| r.get(0),
-            )?;
-            if exists {
+        self.write(|tx| {
+            if user_exists(tx, user)? {
                 return Err(StoreError::UserExists);
             }
             tx.execute(
@@ -67,7 +61,6 @@ impl Store {
                  VALUES (?1, ?2, ?3, ?4, ?5)",
                 params![user, params_id, public_key, relin_key, now_secs()],
             )?;
-            tx.commit()?;
             Ok(())
         })
     }
@@ -79,14 +72,8 @@ impl Store {
         ciphertext: &[u8],
         count: u32,
     ) -> Result<(), StoreError> {
-        self.with(|c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let exists: bool = tx.query_row(
-                "SELECT EXISTS(SELECT 1 FROM users WHERE user = ?1)",
-                [user],
-                |r| r.get(0),
-            )?;
-            if !exists {
+        self.write(|tx| {
+            if !user_exists(tx, user)? {
                 return Err(StoreError::UnknownUser);
             }
             tx.execute(
@@ -95,7 +82,6 @@ impl Store {
                    ciphertext = excluded.ciphertext, count = excluded.count, updated = excluded.updated",
                 params![user, ciphertext, count, now_secs()],
             )?;
-            tx.commit()?;
             Ok(())
         })
     }
@@ -164,16 +150,13 @@ impl Store {
     /// existed.
     pub fn delete_user(&self, user: &str) -> Result<bool, StoreError> {
         self.flush_audit()?;
-        self.with(|c| {
-            let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+        self.write_and_scrub(|tx| {
             let n = tx.execute("DELETE FROM users WHERE user = ?1", [user])?;
             if n == 0 {
                 return Err(StoreError::UnknownUser);
             }
             tx.execute("DELETE FROM templates WHERE user = ?1", [user])?;
             tx.execute("DELETE FROM audit WHERE user = ?1", [user])?;
-            tx.commit()?;
-            Self::scrub(c);
             Ok(true)
         })
         .or_else(|e| match e {
@@ -181,4 +164,14 @@ impl Store {
             e => Err(e),
         })
     }
+}
+
+/// Whether `user` has keys registered (read inside the write that depends
+/// on it, so no other writer comes between).
+fn user_exists(tx: &Transaction<'_>, user: &str) -> Result<bool, StoreError> {
+    Ok(tx.query_row(
+        "SELECT EXISTS(SELECT 1 FROM users WHERE user = ?1)",
+        [user],
+        |r| r.get(0),
+    )?)
 }

@@ -353,6 +353,7 @@ fn crc32(bytes: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::test_dir::TestDir;
 
     fn row(user: &str, ts: i64) -> AuditRow {
         AuditRow {
@@ -363,12 +364,8 @@ mod tests {
         }
     }
 
-    fn dir(tag: &str) -> PathBuf {
-        let d =
-            std::env::temp_dir().join(format!("blindmatch-journal-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&d);
-        std::fs::create_dir_all(&d).unwrap();
-        d
+    fn dir(tag: &str) -> TestDir {
+        TestDir::new(&format!("journal-{tag}"))
     }
 
     fn key(r: &AuditRow) -> (String, i64, String, u64) {
@@ -428,7 +425,6 @@ mod tests {
         assert_eq!(gens, vec![2, 3]);
         assert_eq!(left[0].rows.len(), 2);
         assert!(left[1].rows.is_empty());
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     /// A flipped bit in a record's payload ends the replay there.
@@ -448,7 +444,6 @@ mod tests {
         std::fs::write(&path, &bytes).unwrap();
         let (_j, left) = Journal::open(&db, 0).unwrap();
         assert_eq!(left[0].rows.len(), 1);
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     /// One journal per database: a second open is refused while the first
@@ -461,7 +456,6 @@ mod tests {
         assert!(matches!(Journal::open(&db, 0), Err(JournalError::InUse(_))));
         drop(j);
         assert!(Journal::open(&db, 0).is_ok());
-        let _ = std::fs::remove_dir_all(&d);
     }
 
     proptest::proptest! {
@@ -500,8 +494,7 @@ mod tests {
             for (g, w) in got.iter().zip(&written) {
                 proptest::prop_assert_eq!(key(g), key(w));
             }
-            let _ = std::fs::remove_dir_all(&d);
-        }
+            }
     }
 
     /// Names and outcomes too long for the record format are refused, not
@@ -514,6 +507,5 @@ mod tests {
         r.user = "u".repeat(2000);
         assert!(j.append(r).is_err());
         assert_eq!(j.pending().unwrap(), 0);
-        let _ = std::fs::remove_dir_all(&d);
     }
 }
