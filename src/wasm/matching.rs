@@ -167,36 +167,6 @@ impl JsKeys {
         Ok(wire_out(rk.as_ref().expect("just set")))
     }
 
-    /// Encrypts up to n/dim embeddings (an `Array` of `Float32Array`s of
-    /// length `dim`: 64, 128, 256 or 512) into one template ciphertext.
-    #[wasm_bindgen(js_name = encryptTemplates)]
-    pub fn encrypt_templates(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "Float32Array[]")] embeddings: &JsValue,
-        dim: f64,
-    ) -> Result<Uint8Array, JsError> {
-        const C: &str = "Keys.encryptTemplates";
-        let q = quantizer(C, &self.params, dim)?;
-        let e = embeddings_in(C, &self.params, &q, embeddings)?;
-        let ct = client::encrypt_templates(&self.sk, &q, &as_slices(&e), &mut rng(C)?)
-            .map_err(|e| err(C, e))?;
-        Ok(wire_out(&ct))
-    }
-
-    /// Encrypts a login probe (a `Float32Array` of length `dim`).
-    #[wasm_bindgen(js_name = encryptProbe)]
-    pub fn encrypt_probe(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "Float32Array")] embedding: &JsValue,
-        dim: f64,
-    ) -> Result<Uint8Array, JsError> {
-        const C: &str = "Keys.encryptProbe";
-        let q = quantizer(C, &self.params, dim)?;
-        let e = f32_in(C, "embedding", embedding, q.dim())?;
-        let ct = client::encrypt_probe(&self.sk, &q, &e, &mut rng(C)?).map_err(|e| err(C, e))?;
-        Ok(wire_out(&ct))
-    }
-
     /// Decrypts a verification reply and reads the first `count` scores
     /// (default: all n/dim) for embeddings of dimension `dim` (default 128).
     #[wasm_bindgen(js_name = decryptScores, unchecked_return_type = "Scores")]
@@ -218,6 +188,12 @@ impl JsKeys {
         scores_out(C, &s.scores, &s.cosines)
     }
 }
+
+encrypt_methods!(JsKeys, "Keys", sk, client::encrypt_templates, client::encrypt_probe,
+    templates: /// Encrypts up to n/dim embeddings (an `Array` of `Float32Array`s of
+        /// length `dim`: 64, 128, 256 or 512) into one template ciphertext.
+    probe: /// Encrypts a login probe (a `Float32Array` of length `dim`).
+);
 
 #[doc(hidden)]
 impl JsKeys {
@@ -271,41 +247,17 @@ impl JsPublicKeyEncryptor {
             pk,
         })
     }
-
-    /// Encrypts up to n/dim embeddings into one template ciphertext, as
-    /// `Keys.encryptTemplates` does, but with the public key.
-    #[wasm_bindgen(js_name = encryptTemplates)]
-    pub fn encrypt_templates(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "Float32Array[]")] embeddings: &JsValue,
-        dim: f64,
-    ) -> Result<Uint8Array, JsError> {
-        const C: &str = "PublicKeyEncryptor.encryptTemplates";
-        let q = quantizer(C, &self.params, dim)?;
-        let e = embeddings_in(C, &self.params, &q, embeddings)?;
-        let ct = client::encrypt_templates_public(&self.pk, &q, &as_slices(&e), &mut rng(C)?)
-            .map_err(|e| err(C, e))?;
-        Ok(wire_out(&ct))
-    }
-
-    /// Encrypts a 1:N probe (a `Float32Array` of length `dim`) under the
-    /// service's public key, for a matcher that must not see it: the matcher
-    /// scores it against a gallery kept for encrypted probes, and only the
-    /// key holder reads the scores.
-    #[wasm_bindgen(js_name = encryptProbe)]
-    pub fn encrypt_probe(
-        &self,
-        #[wasm_bindgen(unchecked_param_type = "Float32Array")] embedding: &JsValue,
-        dim: f64,
-    ) -> Result<Uint8Array, JsError> {
-        const C: &str = "PublicKeyEncryptor.encryptProbe";
-        let q = quantizer(C, &self.params, dim)?;
-        let e = f32_in(C, "embedding", embedding, q.dim())?;
-        let ct =
-            client::encrypt_probe_public(&self.pk, &q, &e, &mut rng(C)?).map_err(|e| err(C, e))?;
-        Ok(wire_out(&ct))
-    }
 }
+
+encrypt_methods!(JsPublicKeyEncryptor, "PublicKeyEncryptor", pk,
+    client::encrypt_templates_public, client::encrypt_probe_public,
+    templates: /// Encrypts up to n/dim embeddings into one template ciphertext, as
+        /// `Keys.encryptTemplates` does, but with the public key.
+    probe: /// Encrypts a 1:N probe (a `Float32Array` of length `dim`) under the
+        /// service's public key, for a matcher that must not see it: the matcher
+        /// scores it against a gallery kept for encrypted probes, and only the
+        /// key holder reads the scores.
+);
 
 /// The server's 1:1 step: template × probe, masked, re-randomized and
 /// switched down. For Node services and tests; a browser must never act as

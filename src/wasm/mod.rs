@@ -23,6 +23,9 @@
 //!   `Reflect.get`, imported with `catch`), so an exception never leaves a
 //!   wasm-bindgen borrow flag set.
 
+#[macro_use]
+mod methods;
+
 pub mod bfv;
 pub mod matching;
 pub mod ntt;
@@ -46,6 +49,9 @@ use crate::error::FormatError;
 /// The largest byte input accepted (64 MiB): far above any object of the
 /// supported parameters, far below what would exhaust wasm memory.
 pub const MAX_INPUT_BYTES: u32 = 64 << 20;
+
+/// A value, or the JS `Error` to throw.
+pub(crate) type JsResult<T> = Result<T, JsError>;
 
 /// `"{context}: {error}"` as a JS `Error`.
 pub(crate) fn err(context: &str, e: impl std::fmt::Display) -> JsError {
@@ -77,14 +83,44 @@ pub(crate) fn type_name(v: &JsValue) -> String {
     }
 }
 
-/// The bytes of a `Uint8Array`, after checking its type and size.
-pub(crate) fn bytes_in(context: &str, what: &str, v: &JsValue) -> Result<Vec<u8>, JsError> {
-    let Some(a) = v.dyn_ref::<Uint8Array>() else {
-        return Err(JsError::new(&format!(
-            "{context}: {what} must be a Uint8Array, got {}",
+/// `v` as the JS class `A` (`name` is how messages call it, e.g. "a
+/// Uint8Array"); `instanceof` cannot throw.
+fn typed_in<'a, A: JsCast>(
+    context: &str,
+    what: &str,
+    v: &'a JsValue,
+    name: &str,
+) -> JsResult<&'a A> {
+    v.dyn_ref::<A>().ok_or_else(|| {
+        JsError::new(&format!(
+            "{context}: {what} must be {name}, got {}",
             type_name(v)
+        ))
+    })
+}
+
+/// Refuses a typed array of more than `max` values.
+fn values_at_most(context: &str, what: &str, len: usize, max: usize) -> JsResult<()> {
+    if len > max {
+        return Err(JsError::new(&format!(
+            "{context}: {what} has {len} values, at most {max} allowed"
         )));
-    };
+    }
+    Ok(())
+}
+
+/// `r` as a JS result: the value made into its class (`From`), the error
+/// prefixed with `context` as [`err`] does.
+pub(crate) fn js_result<T, U: From<T>, E: std::fmt::Display>(
+    context: &str,
+    r: Result<T, E>,
+) -> JsResult<U> {
+    r.map(U::from).map_err(|e| err(context, e))
+}
+
+/// The bytes of a `Uint8Array`, after checking its type and size.
+pub(crate) fn bytes_in(context: &str, what: &str, v: &JsValue) -> JsResult<Vec<u8>> {
+    let a: &Uint8Array = typed_in(context, what, v, "a Uint8Array")?;
     let len = a.length();
     if len > MAX_INPUT_BYTES {
         return Err(JsError::new(&format!(
@@ -133,7 +169,7 @@ pub(crate) fn wire_in<T: WireObject>(
     params: &Params,
     v: &JsValue,
     check: Check,
-) -> Result<T, JsError> {
+) -> JsResult<T> {
     decode(params, bytes_in(context, what, v)?, check).map_err(|e| err(context, e))
 }
 
@@ -146,30 +182,20 @@ pub(crate) fn wire_out<T: WireObject>(obj: &T) -> Uint8Array {
     out
 }
 
-/// The values of a `Float32Array` of exactly `expected` elements.
-pub(crate) fn f32_in(
-    context: &str,
-    what: &str,
-    v: &JsValue,
-    expected: usize,
-) -> Result<Vec<f32>, JsError> {
-    let Some(a) = v.dyn_ref::<Float32Array>() else {
-        return Err(JsError::new(&format!(
-            "{context}: {what} must be a Float32Array, got {}",
-            type_name(v)
-        )));
-    };
+/// The values of a `Float32Array` of exactly `n` elements.
+pub(crate) fn f32_in(context: &str, what: &str, v: &JsValue, n: usize) -> JsResult<Vec<f32>> {
+    let a: &Float32Array = typed_in(context, what, v, "a Float32Array")?;
     let len = a.length() as usize;
-    if len != expected {
+    if len != n {
         return Err(JsError::new(&format!(
-            "{context}: {what} has {len} components; expected {expected}"
+            "{context}: {what} has {len} components; expected {n}"
         )));
     }
     Ok(a.to_vec())
 }
 
 /// `v[key]` through `Reflect.get` (a throwing getter becomes an error).
-pub(crate) fn get(context: &str, v: &JsValue, key: &JsValue) -> Result<JsValue, JsError> {
+pub(crate) fn get(context: &str, v: &JsValue, key: &JsValue) -> JsResult<JsValue> {
     Reflect::get(v, key).map_err(|_| JsError::new(&format!("{context}: reading the input threw")))
 }
 
@@ -179,7 +205,7 @@ pub(crate) fn array_in(
     what: &str,
     v: &JsValue,
     max: usize,
-) -> Result<Vec<JsValue>, JsError> {
+) -> JsResult<Vec<JsValue>> {
     if !v.is_instance_of::<js_sys::Array>() {
         return Err(JsError::new(&format!(
             "{context}: {what} must be an Array, got {}",
@@ -206,29 +232,13 @@ pub(crate) fn array_in(
 
 /// Integers from an `Int32Array`, a `BigInt64Array`, or an `Array` of safe
 /// integer numbers, at most `max` of them.
-pub(crate) fn ints_in(
-    context: &str,
-    what: &str,
-    v: &JsValue,
-    max: usize,
-) -> Result<Vec<i64>, JsError> {
-    let too_many = |len: usize| {
-        JsError::new(&format!(
-            "{context}: {what} has {len} values, at most {max} allowed"
-        ))
-    };
+pub(crate) fn ints_in(context: &str, what: &str, v: &JsValue, max: usize) -> JsResult<Vec<i64>> {
     if let Some(a) = v.dyn_ref::<Int32Array>() {
-        let len = a.length() as usize;
-        if len > max {
-            return Err(too_many(len));
-        }
+        values_at_most(context, what, a.length() as usize, max)?;
         return Ok(a.to_vec().into_iter().map(i64::from).collect());
     }
     if let Some(a) = v.dyn_ref::<js_sys::BigInt64Array>() {
-        let len = a.length() as usize;
-        if len > max {
-            return Err(too_many(len));
-        }
+        values_at_most(context, what, a.length() as usize, max)?;
         return Ok(a.to_vec());
     }
     if v.is_instance_of::<js_sys::Array>() {
@@ -251,29 +261,14 @@ pub(crate) fn ints_in(
 }
 
 /// `Uint32Array` input of at most `max` values.
-pub(crate) fn u32s_in(
-    context: &str,
-    what: &str,
-    v: &JsValue,
-    max: usize,
-) -> Result<Vec<u32>, JsError> {
-    let Some(a) = v.dyn_ref::<Uint32Array>() else {
-        return Err(JsError::new(&format!(
-            "{context}: {what} must be a Uint32Array, got {}",
-            type_name(v)
-        )));
-    };
-    let len = a.length() as usize;
-    if len > max {
-        return Err(JsError::new(&format!(
-            "{context}: {what} has {len} values, at most {max} allowed"
-        )));
-    }
+pub(crate) fn u32s_in(context: &str, what: &str, v: &JsValue, max: usize) -> JsResult<Vec<u32>> {
+    let a: &Uint32Array = typed_in(context, what, v, "a Uint32Array")?;
+    values_at_most(context, what, a.length() as usize, max)?;
     Ok(a.to_vec())
 }
 
 /// A JS number that must be a whole number in `0..=max` (`what` names it).
-pub(crate) fn uint_in(context: &str, what: &str, v: f64, max: u64) -> Result<u64, JsError> {
+pub(crate) fn uint_in(context: &str, what: &str, v: f64, max: u64) -> JsResult<u64> {
     if v.is_finite() && v >= 0.0 && v.fract() == 0.0 && v <= max as f64 {
         Ok(v as u64)
     } else {

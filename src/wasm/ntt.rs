@@ -73,22 +73,30 @@ impl JsNttPlan {
     /// In-place forward transform, `times` times over (default 1; more is for
     /// benchmarks, so the loop runs inside wasm).
     pub fn forward(&self, a: &mut [u32], times: Option<u32>) -> Result<(), JsError> {
-        let q = self.plan.modulus().value();
-        check_len("forward", self.plan.degree(), a.len())?;
-        check_reduced("forward", q, a)?;
-        for _ in 0..times.unwrap_or(1) {
-            self.plan.forward(a);
-        }
-        Ok(())
+        self.repeat("forward", a, times, NttPlan::forward)
     }
 
     /// In-place inverse transform, `times` times over (default 1).
     pub fn inverse(&self, a: &mut [u32], times: Option<u32>) -> Result<(), JsError> {
+        self.repeat("inverse", a, times, NttPlan::inverse)
+    }
+}
+
+impl JsNttPlan {
+    /// Checks `a` (named `what` in errors), then applies `transform` to it
+    /// `times` times (default 1).
+    fn repeat(
+        &self,
+        what: &str,
+        a: &mut [u32],
+        times: Option<u32>,
+        transform: fn(&NttPlan, &mut [u32]),
+    ) -> Result<(), JsError> {
         let q = self.plan.modulus().value();
-        check_len("inverse", self.plan.degree(), a.len())?;
-        check_reduced("inverse", q, a)?;
+        check_len(what, self.plan.degree(), a.len())?;
+        check_reduced(what, q, a)?;
         for _ in 0..times.unwrap_or(1) {
-            self.plan.inverse(a);
+            transform(&self.plan, a);
         }
         Ok(())
     }
