@@ -206,6 +206,23 @@ fn level_plans(params: &Params, l: usize) -> Vec<&NttPlan> {
         .collect()
 }
 
+/// The last limb `x_last` (mod `p`, the prime of `p_plan`) in coefficient
+/// form, plus `p/2`, into `last`; returns `p/2`. Centring `[x]_p` in
+/// `(-p/2, p/2]` makes the rounding to nearest: each prime adds `p/2` here
+/// and subtracts it again, branch-free.
+fn lifted_last_limb(p_plan: &NttPlan, x_last: &[u32], last: &mut [u32], ntt: bool) -> u32 {
+    last.copy_from_slice(x_last);
+    if ntt {
+        p_plan.inverse(last);
+    }
+    let half = p_plan.modulus().value() / 2;
+    let pm = p_plan.modulus();
+    for v in last.iter_mut() {
+        *v = pm.add(*v, half);
+    }
+    half
+}
+
 /// `d + round(x / P)` in NTT form into `d`'s buffer, for `x` (NTT form over
 /// `plans`, P last) and `d` (coefficients over the other primes): per prime
 /// `q_j`, `(x_j + NTT(P·d_j - [x]_P)) · P^-1` with `[x]_P` centred. `scratch`
@@ -213,16 +230,9 @@ fn level_plans(params: &Params, l: usize) -> Vec<&NttPlan> {
 fn drop_last_prime_onto(plans: &[&NttPlan], x: &[u32], d: &mut [u32], scratch: &mut [u32]) {
     let l = plans.len() - 1;
     let n = x.len() / plans.len();
-    let p_plan = plans[l];
-    let p = p_plan.modulus().value();
+    let p = plans[l].modulus().value();
     let (last, e) = scratch[..2 * n].split_at_mut(n);
-    last.copy_from_slice(&x[l * n..]);
-    p_plan.inverse(last);
-    let half = p / 2;
-    let pm = p_plan.modulus();
-    for v in last.iter_mut() {
-        *v = pm.add(*v, half);
-    }
+    let half = lifted_last_limb(plans[l], &x[l * n..], last, true);
     for (j, plan) in plans.iter().enumerate().take(l) {
         let m = plan.modulus();
         let bk = plan.backend();
@@ -282,20 +292,9 @@ fn drop_last_prime_with<P: Borrow<NttPlan>>(
 ) {
     let l = plans.len() - 1;
     let n = x.len() / plans.len();
-    let p_plan = plans[l].borrow();
-    let p = p_plan.modulus().value();
+    let p = plans[l].borrow().modulus().value();
     let (last, lifted) = scratch[..2 * n].split_at_mut(n);
-    last.copy_from_slice(&x[l * n..]);
-    if ntt {
-        p_plan.inverse(last);
-    }
-    // Centre [x]_p in (-p/2, p/2] so the rounding is to nearest: add p/2
-    // first and subtract it again per prime, branch-free.
-    let half = p / 2;
-    let pm = p_plan.modulus();
-    for v in last.iter_mut() {
-        *v = pm.add(*v, half);
-    }
+    let half = lifted_last_limb(plans[l].borrow(), &x[l * n..], last, ntt);
     for (j, plan) in plans.iter().enumerate().take(l) {
         let plan = plan.borrow();
         let m = plan.modulus();
