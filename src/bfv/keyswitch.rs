@@ -94,16 +94,10 @@ impl KswKey {
     ) {
         let l = c.limbs();
         debug_assert!(out0.limbs() == l && out1.limbs() == l);
-        let plans = level_plans(params, l);
         let n = params.degree();
-        let len = (l + 1) * n;
-        with_arena(2 * len + 3 * n, |arena| {
-            let (acc0, rest) = arena.split_at_mut(len);
-            let (acc1, rest) = rest.split_at_mut(len);
-            let (digit, scratch) = rest.split_at_mut(n);
-            self.accumulate(params, c, c_ntt, &plans, acc0, acc1, digit);
+        self.with_accumulated(params, c, c_ntt, |plans, acc0, acc1, scratch| {
             for (acc, out) in [(acc0, out0), (acc1, out1)] {
-                drop_last_prime_in(&plans, acc, scratch);
+                drop_last_prime_in(plans, acc, scratch);
                 for (j, plan) in plans.iter().enumerate().take(l) {
                     let m = plan.modulus();
                     for (o, &u) in out.limb_mut(j).iter_mut().zip(&acc[j * n..(j + 1) * n]) {
@@ -128,19 +122,35 @@ impl KswKey {
     ) -> [RnsPoly<Ntt>; 2] {
         let l = c.limbs();
         debug_assert!(d.iter().all(|p| p.limbs() == l));
-        let plans = level_plans(params, l);
         let n = params.degree();
-        let len = (l + 1) * n;
+        self.with_accumulated(params, c, None, |plans, acc0, acc1, scratch| {
+            let [mut d0, mut d1] = d;
+            for (acc, out) in [(acc0, &mut d0), (acc1, &mut d1)] {
+                drop_last_prime_onto(plans, acc, out.as_mut_slice(), scratch);
+            }
+            [d0, d1].map(|p| RnsPoly::from_raw(p.into_raw(), n))
+        })
+    }
+
+    /// Runs `f(plans, acc0, acc1, scratch)` on the two key products of `c`'s
+    /// digits, accumulated over `c`'s level and P (`plans`), in a scratch
+    /// arena; `scratch` holds `2·n` words.
+    fn with_accumulated<R>(
+        &self,
+        params: &Params,
+        c: &RnsPoly<Coeff>,
+        c_ntt: Option<&RnsPoly<Ntt>>,
+        f: impl FnOnce(&[&NttPlan], &mut [u32], &mut [u32], &mut [u32]) -> R,
+    ) -> R {
+        let plans = level_plans(params, c.limbs());
+        let n = params.degree();
+        let len = plans.len() * n;
         with_arena(2 * len + 3 * n, |arena| {
             let (acc0, rest) = arena.split_at_mut(len);
             let (acc1, rest) = rest.split_at_mut(len);
             let (digit, scratch) = rest.split_at_mut(n);
-            self.accumulate(params, c, None, &plans, acc0, acc1, digit);
-            let [mut d0, mut d1] = d;
-            for (acc, out) in [(acc0, &mut d0), (acc1, &mut d1)] {
-                drop_last_prime_onto(&plans, acc, out.as_mut_slice(), scratch);
-            }
-            [d0, d1].map(|p| RnsPoly::from_raw(p.into_raw(), n))
+            self.accumulate(params, c, c_ntt, &plans, acc0, acc1, digit);
+            f(&plans, acc0, acc1, scratch)
         })
     }
 
