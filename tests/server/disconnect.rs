@@ -199,8 +199,17 @@ fn mutations_cut_off_by_a_disconnect_are_all_or_nothing() {
         });
         ops += 4;
     }
-    // Let the cut-off requests finish (or not) before looking.
-    std::thread::sleep(Duration::from_millis(300));
+    // Let the cut-off requests finish (or not) before looking: the
+    // database stops changing.
+    let mut last = snapshot(&db);
+    for _ in 0..50 {
+        std::thread::sleep(Duration::from_millis(200));
+        let now = snapshot(&db);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
 
     // Before the restart: memory and cache agree with the database.
     let (m, d) = (held(&u, "main"), rows(&db, "main"));
