@@ -1,5 +1,12 @@
 //! 1:N galleries in memory, loaded from the store at start-up and appended
 //! to (store first, then memory) under one lock per server.
+//!
+//! A gallery ciphertext's row in the store is numbered by its position in
+//! memory (`seq` = position), assigned under that lock, so the two never
+//! drift apart and an erasure addresses the row of the ciphertext it
+//! rewrote. Callers run each mutation as a task of its own (see
+//! `api::state::to_completion`): a dropped request cannot stop one between
+//! its store write and its memory update.
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -69,9 +76,10 @@ impl Galleries {
             .unwrap_or((0, 0))
     }
 
-    /// Appends a ciphertext of `count` templates: `write` stores it (on the
-    /// blocking pool), then it joins the in-memory gallery. Returns the index
-    /// of its first template and the gallery's template count.
+    /// Appends a ciphertext of `count` templates: `write(seq)` stores it as
+    /// row `seq` (its position in the gallery, on the blocking pool), then
+    /// it joins the in-memory gallery at that position. Returns the index of
+    /// its first template and the gallery's template count.
     pub async fn append<F>(
         &self,
         gallery: &str,
@@ -80,13 +88,19 @@ impl Galleries {
         write: F,
     ) -> Result<(usize, usize), ApiError>
     where
-        F: FnOnce() -> Result<(), StoreError> + Send + 'static,
+        F: FnOnce(i64) -> Result<(), StoreError> + Send + 'static,
     {
         let _guard = self.append_lock.lock().await;
         // Validate against a scratch gallery first, so nothing is stored for
         // a ciphertext the gallery would refuse.
         Gallery::new(&self.params, self.dim)?.push(ct.clone(), count as usize)?;
-        tokio::task::spawn_blocking(write)
+        // Appends and erasures hold the lock: nothing moves the count
+        // between here and the push.
+        let seq = {
+            let map = self.map.read().map_err(|_| poisoned())?;
+            map.get(gallery).map_or(0, Gallery::ciphertexts) as i64
+        };
+        tokio::task::spawn_blocking(move || write(seq))
             .await
             .map_err(|_| poisoned())??;
         // The write lock waits for running identifications (which hold the
@@ -99,6 +113,7 @@ impl Galleries {
                     v.insert(Gallery::new(&self.params, self.dim)?)
                 }
             };
+            debug_assert_eq!(g.ciphertexts() as i64, seq);
             let first = g.push(ct, count as usize)?;
             debug_assert_eq!(
                 first % pack::templates_per_ciphertext(&self.params, self.dim),

@@ -10,6 +10,7 @@ mod harness;
 
 mod cli;
 mod corruption;
+mod disconnect;
 mod durability;
 mod errors;
 mod flows;

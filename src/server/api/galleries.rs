@@ -19,6 +19,7 @@ use crate::server::routes;
 
 use super::extract::{BinaryBody, CiphertextBody, GalleryName};
 use super::router::JSON_LIMIT;
+use super::state::to_completion;
 use super::users::{check_count, CountQuery};
 use super::wire::parse_fresh_ciphertext;
 use super::{ApiError, ApiResult, AppState, ErrorCode, Limits, Service};
@@ -51,12 +52,16 @@ impl GalleryState {
         // Appends are serialized, so memory and disk agree on the order.
         let g = gallery.to_string();
         let store = self.app.store.clone();
-        self.service
-            .galleries
-            .append(gallery, ct, count, move || {
-                store.add_gallery_template(&g, &body, count).map(drop)
-            })
-            .await
+        let svc = self.service.clone();
+        to_completion(async move {
+            let name = g.clone();
+            svc.galleries
+                .append(&name, ct, count, move |seq| {
+                    store.insert_gallery_template(&g, seq, &body, count)
+                })
+                .await
+        })
+        .await
     }
 
     /// A gallery's counts and memory.
@@ -83,24 +88,32 @@ impl GalleryState {
     /// Erases template `index` (store, then memory). Returns the gallery's
     /// remaining template count.
     async fn erase(&self, gallery: &str, index: usize) -> ApiResult<usize> {
-        let svc = &self.service;
+        let svc = self.service.clone();
         let store = self.app.store.clone();
         let g = gallery.to_string();
-        svc.galleries
-            .erase(gallery, index, (&svc.sk, &svc.pk), move |seq, ct, mask| {
-                store.erase_gallery_template(&g, seq, &ct, mask)
-            })
-            .await
+        to_completion(async move {
+            let name = g.clone();
+            svc.galleries
+                .erase(&name, index, (&svc.sk, &svc.pk), move |seq, ct, mask| {
+                    store.erase_gallery_template(&g, seq, &ct, mask)
+                })
+                .await
+        })
+        .await
     }
 
     /// Removes a gallery (store, then memory).
     async fn delete(&self, gallery: &str) -> ApiResult<()> {
         let store = self.app.store.clone();
         let g = gallery.to_string();
-        self.service
-            .galleries
-            .remove(gallery, move || store.delete_gallery(&g))
-            .await
+        let svc = self.service.clone();
+        to_completion(async move {
+            let name = g.clone();
+            svc.galleries
+                .remove(&name, move || store.delete_gallery(&g))
+                .await
+        })
+        .await
     }
 
     /// The best `req.top_k` matches of `req.embedding` in `gallery`, on the

@@ -152,6 +152,20 @@ impl AppState {
     }
 }
 
+/// Runs a mutation (store write, then memory and cache) as a task of its
+/// own and waits for it. A client that goes away drops the handler's future
+/// but not this task, so the mutation is never cut between its store write
+/// and the memory or cache update that must follow it.
+pub(crate) async fn to_completion<T, F>(f: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = Result<T, ApiError>> + Send + 'static,
+{
+    tokio::spawn(f)
+        .await
+        .map_err(|_| ApiError::internal("write task failed"))?
+}
+
 /// Runs a store call on tokio's blocking pool.
 pub(super) async fn db<T, F>(store: &Arc<Store>, f: F) -> Result<T, ApiError>
 where

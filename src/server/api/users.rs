@@ -15,7 +15,7 @@ use crate::matching::pack;
 use crate::server::store::UserInfo;
 
 use super::extract::{BinaryBody, CiphertextBody, KeysBody, UserName};
-use super::state::db;
+use super::state::{db, to_completion};
 use super::wire::{parse_fresh_ciphertext, split_keys};
 use super::{ApiError, ApiResult, AppState, ErrorCode};
 
@@ -33,13 +33,13 @@ pub(super) async fn put_keys(
     BinaryBody(body, _): KeysBody,
 ) -> ApiResult<StatusCode> {
     let UserName(user) = user?;
-    register_keys(&st, user, body).await?;
+    register_keys(st, user, body).await?;
     Ok(StatusCode::CREATED)
 }
 
 /// Parses both keys (on the pool: expanding seeds and checking residues is
 /// real work), then stores the bytes exactly as received.
-async fn register_keys(st: &AppState, user: String, body: Bytes) -> ApiResult<()> {
+async fn register_keys(st: Arc<AppState>, user: String, body: Bytes) -> ApiResult<()> {
     let params = st.params.clone();
     let body2 = body.clone();
     st.compute(move || -> ApiResult<()> {
@@ -53,14 +53,17 @@ async fn register_keys(st: &AppState, user: String, body: Bytes) -> ApiResult<()
     })
     .await??;
     let params_id = st.params.id_hex();
-    let u = user.clone();
-    db(&st.store, move |s| {
-        let (pk, rk) = split_keys(&body).expect("checked above");
-        s.put_keys(&u, &params_id, pk, rk)
+    to_completion(async move {
+        let u = user.clone();
+        db(&st.store, move |s| {
+            let (pk, rk) = split_keys(&body).expect("checked above");
+            s.put_keys(&u, &params_id, pk, rk)
+        })
+        .await?;
+        st.cache.invalidate(&user);
+        Ok(())
     })
-    .await?;
-    st.cache.invalidate(&user);
-    Ok(())
+    .await
 }
 
 /// `?count=`: templates in a ciphertext (default: as many as fit).
@@ -93,28 +96,40 @@ pub(super) async fn put_template(
 ) -> ApiResult<StatusCode> {
     let UserName(user) = user?;
     let count = check_count(&st, query)?;
-    enroll_template(&st, user, body, count).await?;
+    enroll_template(st, user, body, count).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
-async fn enroll_template(st: &AppState, user: String, body: Bytes, count: u32) -> ApiResult<()> {
+async fn enroll_template(
+    st: Arc<AppState>,
+    user: String,
+    body: Bytes,
+    count: u32,
+) -> ApiResult<()> {
     let params = st.params.clone();
     let body2 = body.clone();
     st.compute(move || parse_fresh_ciphertext(&params, "template", &body2).map(drop))
         .await??;
-    let u = user.clone();
-    db(&st.store, move |s| s.put_template(&u, &body, count)).await?;
-    st.cache.invalidate(&user);
-    Ok(())
+    to_completion(async move {
+        let u = user.clone();
+        db(&st.store, move |s| s.put_template(&u, &body, count)).await?;
+        st.cache.invalidate(&user);
+        Ok(())
+    })
+    .await
 }
 
 pub(super) async fn delete_user(
     State(st): State<Arc<AppState>>,
     UserName(user): UserName,
 ) -> ApiResult<StatusCode> {
-    let u = user.clone();
-    let existed = db(&st.store, move |s| s.delete_user(&u)).await?;
-    st.cache.invalidate(&user);
+    let existed = to_completion(async move {
+        let u = user.clone();
+        let existed = db(&st.store, move |s| s.delete_user(&u)).await?;
+        st.cache.invalidate(&user);
+        Ok(existed)
+    })
+    .await?;
     if existed {
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -38,6 +38,25 @@ impl Store {
         })
     }
 
+    /// Stores a gallery ciphertext as row `seq` (its position in the
+    /// gallery, assigned by the caller, who serializes the writes).
+    pub fn insert_gallery_template(
+        &self,
+        gallery: &str,
+        seq: i64,
+        ciphertext: &[u8],
+        count: u32,
+    ) -> Result<(), StoreError> {
+        self.write(|tx| {
+            tx.execute(
+                "INSERT INTO gallery_templates (gallery, seq, ciphertext, count, created)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![gallery, seq, ciphertext, count, now_secs()],
+            )?;
+            Ok(())
+        })
+    }
+
     /// Replaces gallery ciphertext `seq` with `ciphertext` (the same
     /// templates but the erased ones) and records its erased templates.
     /// Returns whether the row existed.
