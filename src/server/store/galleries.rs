@@ -16,28 +16,6 @@ pub struct GalleryRow {
 }
 
 impl Store {
-    /// Appends a gallery ciphertext; returns its sequence number (0, 1, ...).
-    pub fn add_gallery_template(
-        &self,
-        gallery: &str,
-        ciphertext: &[u8],
-        count: u32,
-    ) -> Result<i64, StoreError> {
-        self.write(|tx| {
-            let seq: i64 = tx.query_row(
-                "SELECT COALESCE(MAX(seq) + 1, 0) FROM gallery_templates WHERE gallery = ?1",
-                [gallery],
-                |r| r.get(0),
-            )?;
-            tx.execute(
-                "INSERT INTO gallery_templates (gallery, seq, ciphertext, count, created)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![gallery, seq, ciphertext, count, now_secs()],
-            )?;
-            Ok(seq)
-        })
-    }
-
     /// Stores a gallery ciphertext as row `seq` (its position in the
     /// gallery, assigned by the caller, who serializes the writes).
     pub fn insert_gallery_template(
