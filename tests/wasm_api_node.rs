@@ -6,6 +6,10 @@
 //! `Error` with a message, and the instance still working afterwards), a
 //! failing RNG, and known-answer bytes equal to the native build's (the same
 //! constants as `tests/suite/serialize.rs`).
+//!
+//! Longer than the project's usual 600 lines: it is one wasm test binary
+//! (each binary is a separate wasm build and Node run in `scripts/test.sh`),
+//! and its tests share the keys and fixtures made at its top.
 #![cfg(target_arch = "wasm32")]
 
 use blindmatch::bfv::Prng;

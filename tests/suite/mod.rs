@@ -21,6 +21,7 @@ pub mod oracle;
 
 mod arith;
 mod backends;
+mod bad_corpus;
 mod bfv;
 mod decrypt_sample;
 mod format_kat;
