@@ -7,6 +7,7 @@
 //!   one transaction, committed before the reply.
 //! * [`gallery`]: 1:N galleries in memory (`serve --service-key`).
 //! * [`routes`]: the route table the router and the metrics share.
+//! * [`verdict`]: signed verdicts (Ed25519 JWS) and their JWK set.
 //! * [`cli`]: the command line; `serve`, `bench` and `admin` (keygen,
 //!   backup, audit) run its subcommands.
 //!
@@ -25,6 +26,7 @@ mod serve;
 pub mod store;
 #[cfg(test)]
 mod test_dir;
+pub mod verdict;
 
 pub use api::{frame_keys, split_keys, ApiError, AppState, Limits, CSP};
 pub use cli::{main, AuditArgs, BackupArgs, BenchArgs, Cli, Command, KeygenArgs, ServeArgs};
