@@ -7,6 +7,7 @@
 //!   one transaction, committed before the reply.
 //! * [`gallery`]: 1:N galleries in memory (`serve --service-key`).
 //! * [`routes`]: the route table the router and the metrics share.
+//! * [`decider`]: the login decision (per-user keys, policy, verdict).
 //! * [`verdict`]: signed verdicts (Ed25519 JWS) and their JWK set.
 //! * [`cli`]: the command line; `serve`, `bench` and `admin` (keygen,
 //!   backup, audit) run its subcommands.
@@ -19,6 +20,7 @@ mod bench;
 pub mod cache;
 pub mod cli;
 pub mod conn;
+pub mod decider;
 pub mod gallery;
 pub mod metrics;
 pub mod routes;
