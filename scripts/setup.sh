@@ -3,7 +3,8 @@
 # is missing or at another version than pinned here: Debian packages (the
 # distribution's versions), the wasm32 and aarch64 Rust targets, clippy and
 # rustfmt, wasm-pack and wasm-bindgen-cli (exact versions), and the npm tools
-# of the package tests (exact versions) under target/tools.
+# of the package tests (exact versions) under target/tools, and jose for the
+# relying-party example (examples/relying-party, at its lockfile's version).
 # Idempotent: on a machine that is already set up it finishes in seconds.
 # Called by scripts/test.sh and scripts/bench.sh; the benchmarks' own peers
 # (SEAL through tenseal, node-seal) are set up by scripts/seal_env.sh and
@@ -84,6 +85,17 @@ if [ "${#npm_missing[@]}" -gt 0 ] || [ ! -x target/tools/node_modules/.bin/tsc ]
   log "installing ${NPM_TOOLS[*]} into target/tools"
   mkdir -p target/tools
   npm install --prefix target/tools --save-exact --no-audit --no-fund --loglevel=error "${NPM_TOOLS[@]}"
+fi
+
+# --- the relying-party example ----------------------------------------------------
+# examples/relying-party checks verdicts with jose (tests/relying_party.rs), at
+# the version its package-lock.json pins.
+RP=examples/relying-party
+rp_want="$(node -p "require('./$RP/package.json').dependencies.jose")"
+rp_have="$( [ -f "$RP/node_modules/jose/package.json" ] && node -p "require('./$RP/node_modules/jose/package.json').version" 2>/dev/null || true)"
+if [ "$rp_have" != "$rp_want" ]; then
+  log "installing jose@$rp_want into $RP"
+  npm ci --prefix "$RP" --no-audit --no-fund --loglevel=error
 fi
 
 log "ready"

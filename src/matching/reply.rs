@@ -123,6 +123,16 @@ impl ScoreReply {
 
     /// The key holder's step: every score in `[0, t)`, in template order.
     pub fn decrypt(&self, sk: &SecretKey) -> Result<Vec<u32>, MatchError> {
+        Ok(self.decrypt_with_phase(sk)?.0)
+    }
+
+    /// [`Self::decrypt`], and the largest distance of a score position's
+    /// phase `t·(c0 + c1·s)/2^32` from the integer it rounds to, in `[0,
+    /// 0.5]`. Under the key the reply was made for, it is the reply's
+    /// relative noise plus the compact form's scaling (below 0.08); under any
+    /// other key each position's phase is uniform, so a bound on the largest
+    /// one tells a reply made for this key from one that is not.
+    pub fn decrypt_with_phase(&self, sk: &SecretKey) -> Result<(Vec<u32>, f64), MatchError> {
         self.params.check(sk.params())?;
         let n = self.params.degree();
         let t = self.params.plaintext_modulus() as u64;
@@ -148,6 +158,7 @@ impl ScoreReply {
             .map(|&c| 0u32.wrapping_sub((c < 0) as u32))
             .collect();
         let negatives = ng.iter().fold(0u32, |a, &m| a.wrapping_add(m & 1));
+        let mut worst = 0u64;
         let out = self
             .c0
             .iter()
@@ -156,12 +167,16 @@ impl ScoreReply {
                 let j = score_position(self.dim, k);
                 let dot = masked_sum(&nz, &ng, &z[j..j + n]).wrapping_add(negatives);
                 let v = c0.wrapping_add(dot) as u64;
-                (((v * t + (1 << 31)) >> 32) % t) as u32
+                let rounded = v * t + (1 << 31);
+                // The phase's distance to its integer, in units of 2^-32.
+                let off = (rounded & 0xffff_ffff).abs_diff(1 << 31);
+                worst = worst.max(off);
+                ((rounded >> 32) % t) as u32
             })
             .collect();
         nz.zeroize();
         ng.zeroize();
-        Ok(out)
+        Ok((out, worst as f64 / 4_294_967_296.0))
     }
 }
 

@@ -7,6 +7,8 @@
 //!   one transaction, committed before the reply.
 //! * [`gallery`]: 1:N galleries in memory (`serve --service-key`).
 //! * [`routes`]: the route table the router and the metrics share.
+//! * [`decider`]: the login decision (per-user keys, policy, verdict).
+//! * [`verdict`]: signed verdicts (Ed25519 JWS) and their JWK set.
 //! * [`cli`]: the command line; `serve`, `bench` and `admin` (keygen,
 //!   backup, audit) run its subcommands.
 //!
@@ -18,6 +20,7 @@ mod bench;
 pub mod cache;
 pub mod cli;
 pub mod conn;
+pub mod decider;
 pub mod gallery;
 pub mod metrics;
 pub mod routes;
@@ -25,6 +28,7 @@ mod serve;
 pub mod store;
 #[cfg(test)]
 mod test_dir;
+pub mod verdict;
 
 pub use api::{frame_keys, split_keys, ApiError, AppState, Limits, CSP};
 pub use cli::{main, AuditArgs, BackupArgs, BenchArgs, Cli, Command, KeygenArgs, ServeArgs};

@@ -1,0 +1,146 @@
+//! The decider's core: the one place that holds secret key material in
+//! login mode. It derives each user's BFV key pair from one master secret,
+//! decrypts the score positions of a masked reply the matcher computed under
+//! that user's public key, applies the policy, and signs the verdict. It never
+//! receives a template or a probe, and answers with a verdict, never a score.
+//!
+//! * [`user_keys`]: the master secret and the per-user keys derived from it.
+//! * [`policy`]: the threshold rule.
+//!
+//! The HTTP role around it (`blindmatch-server decide`) is not built yet;
+//! docs/PROTOCOL.md states what each party learns.
+
+pub mod policy;
+pub mod user_keys;
+
+use crate::bfv::{Params, PublicKey, RelinKey};
+use crate::error::BfvError;
+use crate::error::MatchError;
+use crate::matching::{Quantizer, ScoreReply};
+
+use super::verdict::{Claims, VerdictKeys};
+
+pub use policy::{Policy, Rule};
+pub use user_keys::{KeyLabel, MasterSecret};
+
+/// The largest phase distance ([`ScoreReply::decrypt_with_phase`]) of a
+/// reply the decider reads. A genuine reply at `auth4096` measures about
+/// 2^-11 (its noise) plus at most 0.08 (the compact form's scaling); under
+/// another key each of the n/d score positions is uniform in [0, 0.5], so a
+/// reply not made for this key passes with probability (1/4)^(n/d): 2^-64 at
+/// d = 128. Without the check such a reply decrypts to uniform scores, and a
+/// threshold of 0.5 accepts about one in four.
+pub const MAX_PHASE: f64 = 0.125;
+
+/// Why the decider gives no verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum DecideError {
+    #[error(transparent)]
+    Match(#[from] MatchError),
+    /// The reply was not computed under this user's key (another user's or
+    /// epoch's, a probe under a key of its own, or no ciphertext at all).
+    #[error("the reply does not decrypt under the user's key (phase {phase:.3})")]
+    NotUnderKey { phase: f64 },
+}
+
+/// What a verdict is asked for: whose reply, for which relying party and
+/// challenge, over how many enrolled samples.
+#[derive(Clone, Debug)]
+pub struct Request<'a> {
+    pub label: KeyLabel<'a>,
+    /// The relying party (the verdict's `aud`).
+    pub audience: &'a str,
+    /// The login challenge (the verdict's `nonce`).
+    pub nonce: &'a str,
+    /// Enrolled samples in the user's template: the first `samples` score
+    /// positions are read, no other.
+    pub samples: usize,
+}
+
+/// The decider's state: its secrets, its policy, its name.
+#[derive(Debug)]
+pub struct Decider {
+    master: MasterSecret,
+    params: Params,
+    quantizer: Quantizer,
+    policy: Policy,
+    keys: VerdictKeys,
+    issuer: String,
+    /// Seconds a verdict stays valid.
+    lifetime: u64,
+}
+
+impl Decider {
+    pub fn new(
+        master: MasterSecret,
+        params: &Params,
+        dim: usize,
+        policy: Policy,
+        keys: VerdictKeys,
+        issuer: String,
+        lifetime: u64,
+    ) -> Result<Self, MatchError> {
+        Ok(Self {
+            master,
+            params: params.clone(),
+            quantizer: Quantizer::new(params, dim)?,
+            policy,
+            keys,
+            issuer,
+            lifetime,
+        })
+    }
+
+    /// The public key the browser encrypts `label`'s template and probes
+    /// under (and the matcher masks replies with).
+    pub fn public_key(&self, label: &KeyLabel<'_>) -> PublicKey {
+        self.master.user_keys(&self.params, label).1
+    }
+
+    /// A relinearization key for `label` (fresh randomness each time): the
+    /// matcher keeps it with the user, so that its replies are size 2 and
+    /// travel in compact form, the score positions only.
+    pub fn relin_key(&self, label: &KeyLabel<'_>) -> Result<RelinKey, BfvError> {
+        RelinKey::new(&self.master.user_keys(&self.params, label).0)
+    }
+
+    /// The verdicts' signing keys, for `/.well-known/jwks.json`.
+    pub fn verdict_keys(&self) -> &VerdictKeys {
+        &self.keys
+    }
+
+    /// Decrypts the score positions of `reply`, applies the policy and signs
+    /// the verdict, issued at `now` (seconds since the Unix epoch).
+    pub fn decide(
+        &self,
+        req: &Request<'_>,
+        reply: &ScoreReply,
+        now: u64,
+    ) -> Result<String, DecideError> {
+        let (sk, _) = self.master.user_keys(&self.params, &req.label);
+        let (scores, phase) = reply.decrypt_with_phase(&sk)?;
+        if phase > MAX_PHASE {
+            return Err(DecideError::NotUnderKey { phase });
+        }
+        let t = self.params.plaintext_modulus();
+        let cosines: Vec<f64> = scores
+            .iter()
+            .take(req.samples)
+            .map(|&v| self.quantizer.cosine(crate::bfv::centred(v, t)))
+            .collect();
+        let claims = Claims {
+            iss: self.issuer.clone(),
+            sub: req.label.user.to_string(),
+            aud: req.audience.to_string(),
+            nonce: req.nonce.to_string(),
+            iat: now,
+            exp: now + self.lifetime,
+            amr: vec!["face".into()],
+            outcome: self.policy.outcome(&cosines),
+        };
+        Ok(self.keys.signing().sign(&claims))
+    }
+}
+
+#[cfg(test)]
+mod tests;

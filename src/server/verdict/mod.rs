@@ -1,0 +1,90 @@
+//! Signed verdicts: the decider's answer to a login or an identification.
+//!
+//! A verdict is a JWS in compact serialization (RFC 7515) over a JSON claims
+//! set (RFC 7519), signed with Ed25519 (`"alg": "EdDSA"`, RFC 8037). The
+//! header names the signing key (`kid`, its RFC 7638 thumbprint); the
+//! public keys are served as a JWK set (`GET /.well-known/jwks.json`), so a
+//! relying party verifies a verdict with any JWT library. Rejections are
+//! signed too: a relying party never has to tell "no answer" from "no".
+//!
+//! * [`keys`]: the Ed25519 keys, their PKCS#8 files, the JWK set.
+//! * [`Claims`]: what a verdict says.
+
+pub mod keys;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+pub use keys::{VerdictKey, VerdictKeys};
+
+/// What the decider concluded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// The probe matched the user's enrolled template under the policy.
+    Accept,
+    /// It did not.
+    Reject,
+}
+
+/// The claims of a verdict.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claims {
+    /// Who signed: the decider's issuer name (a URL by convention).
+    pub iss: String,
+    /// The user the verdict is about.
+    pub sub: String,
+    /// The relying party it is meant for.
+    pub aud: String,
+    /// The login challenge it answers (single use, bound to `sub`).
+    pub nonce: String,
+    /// Issued at, seconds since the Unix epoch.
+    pub iat: u64,
+    /// Expires at, seconds since the Unix epoch.
+    pub exp: u64,
+    /// Authentication methods (RFC 8176): `["face"]`.
+    pub amr: Vec<String>,
+    /// The verdict itself.
+    pub outcome: Outcome,
+}
+
+/// The JOSE header of every verdict.
+#[derive(Serialize)]
+struct Header<'a> {
+    alg: &'static str,
+    typ: &'static str,
+    kid: &'a str,
+}
+
+impl VerdictKey {
+    /// Signs `claims` as a compact JWS (`header.payload.signature`, each
+    /// part base64url without padding).
+    pub fn sign(&self, claims: &Claims) -> String {
+        let header = Header {
+            alg: "EdDSA",
+            typ: "JWT",
+            kid: self.kid(),
+        };
+        // Serializing these two structs cannot fail (strings, integers and
+        // a unit enum only).
+        let header = serde_json::to_vec(&header).unwrap_or_default();
+        let payload = serde_json::to_vec(claims).unwrap_or_default();
+        self.sign_compact(&header, &payload)
+    }
+
+    /// The compact JWS of `payload` under the protected header `header`
+    /// (both as the bytes to encode).
+    pub fn sign_compact(&self, header: &[u8], payload: &[u8]) -> String {
+        let mut out = URL_SAFE_NO_PAD.encode(header);
+        out.push('.');
+        out.push_str(&URL_SAFE_NO_PAD.encode(payload));
+        let signature = self.sign_bytes(out.as_bytes());
+        out.push('.');
+        out.push_str(&URL_SAFE_NO_PAD.encode(signature));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;
