@@ -255,6 +255,50 @@ impl PkEncryptionParts {
         PkEncryptionParts { coeff: [e1, e2], u }
     }
 
+    /// Adds to `e1`, at each of `positions`, an integer drawn uniformly
+    /// from `[-B, B]` with `B = floor(Δ / 2^k)` for the parts' level: noise
+    /// flooding. Whoever decrypts then reads, at those positions, the
+    /// ciphertext's own noise plus this one; the two noises' sum is within
+    /// statistical distance `|e| / (2B + 1)` of the flood alone, so it says
+    /// next to nothing about `e` (which depends on the inputs and on
+    /// randomness the decrypting party never saw). The phase moves by at most
+    /// `2^-k` of a plaintext step.
+    pub(crate) fn flood(
+        &mut self,
+        params: &super::Params,
+        positions: impl Iterator<Item = usize>,
+        k: u32,
+        rng: &mut Prng,
+    ) {
+        let limbs = self.coeff[0].limbs();
+        let moduli: Vec<u32> = params.plans_q()[..limbs]
+            .iter()
+            .map(|p| p.modulus().value())
+            .collect();
+        // Q of the level fits in 128 bits (at most four 31-bit primes).
+        let q: u128 = moduli.iter().map(|&m| m as u128).product();
+        let bound = (q / params.plaintext_modulus() as u128) >> k;
+        let width = 2 * bound + 1;
+        let bits = 128 - width.leading_zeros();
+        for j in positions {
+            // Uniform in [0, width) by rejection from `bits`-bit draws.
+            let r = loop {
+                let x = (((rng.next_u64() as u128) << 64) | rng.next_u64() as u128)
+                    & (u128::MAX >> (128 - bits));
+                if x < width {
+                    break x;
+                }
+            };
+            for (i, &m) in moduli.iter().enumerate() {
+                let m128 = m as u128;
+                // r - B mod m, as r + (m - B mod m).
+                let add = ((r % m128 + m128 - bound % m128) % m128) as u32;
+                let c = &mut self.coeff[0].limb_mut(i)[j];
+                *c = ((*c as u64 + add as u64) % m as u64) as u32;
+            }
+        }
+    }
+
     /// The coefficient-domain terms `(e1 + Δ·pt, e2)`.
     pub(crate) fn coeff_terms(&self) -> &[RnsPoly<Coeff>; 2] {
         &self.coeff

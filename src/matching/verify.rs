@@ -29,7 +29,20 @@ pub struct Verifier {
     ev: Evaluator,
     dim: usize,
     reply_level: usize,
+    /// Flood the score positions' noise up to `2^-k` of a plaintext step
+    /// (replies for a decider, [`Verifier::for_decider`]).
+    flood: Option<u32>,
 }
+
+/// The flood of a decider's replies: noise up to 2^-6 of a plaintext step at
+/// each score position. A reply kept at every prime has at least 26 bits of
+/// noise budget on worst-case inputs (26.9 to 27.7 measured; the test
+/// `decider_replies_are_flooded_and_still_exact`), so its own noise `e`,
+/// at most 2^-27 of a step, is within statistical distance |e| / 2B <=
+/// 2^-22 of the flood per position (2^-17 for all 32 positions of a reply);
+/// the flood leaves 5 bits of budget and moves the phase by at most 1/64,
+/// well inside the decider's bound of 1/8.
+pub const DECIDER_FLOOD_BITS: u32 = 6;
 
 impl Verifier {
     /// A verifier for templates of dimension `dim`. Replies are switched down
@@ -42,6 +55,19 @@ impl Verifier {
             ev: Evaluator::new(params),
             dim,
             reply_level: params.limbs().saturating_sub(1).max(1),
+            flood: None,
+        })
+    }
+
+    /// A verifier whose replies go to a decider rather than to the user: kept
+    /// at every ciphertext prime (the budget the flood needs), and flooded
+    /// at the score positions ([`DECIDER_FLOOD_BITS`]) so that what the
+    /// decider decrypts says nothing about the product's own noise.
+    pub fn for_decider(params: &Params, dim: usize) -> Result<Self, MatchError> {
+        Ok(Self {
+            reply_level: params.limbs(),
+            flood: Some(DECIDER_FLOOD_BITS),
+            ..Self::new(params, dim)?
         })
     }
 
@@ -128,7 +154,12 @@ impl Verifier {
         // ciphertext as `multiply_prepared_to` plus `encrypt_at_with`.
         self.params.check(user_pk.params())?;
         let mask = self.mask(rng)?;
-        let fresh = PkEncryptionParts::sample(user_pk, rng, &mask, self.reply_level);
+        let mut fresh = PkEncryptionParts::sample(user_pk, rng, &mask, self.reply_level);
+        if let Some(k) = self.flood {
+            let per = super::pack::templates_per_ciphertext(&self.params, self.dim);
+            let positions = (0..per).map(|k| super::pack::score_position(self.dim, k));
+            fresh.flood(&self.params, positions, k, rng);
+        }
         let mut reply = self.ev.multiply_prepared_to_plus(
             template,
             probe,
@@ -206,5 +237,79 @@ mod tests {
             v.ev.add_assign(&mut want, &fresh).unwrap();
             assert_eq!(fused, want, "relinearized: {}", relin.is_some());
         }
+    }
+
+    /// Worst-case inputs (every quantized component at full magnitude, 32
+    /// templates, every secret coefficient nonzero): the unflooded reply at
+    /// every prime keeps at least 26 bits of noise budget, the decider's
+    /// flooded one 5 (a flood of 2^-6 of a step), and both decrypt exactly.
+    #[test]
+    fn decider_replies_are_flooded_and_still_exact() {
+        use crate::matching::{client, Quantizer};
+        let params = Params::auth4096();
+        let n = params.degree();
+        let d = 128;
+        let q = Quantizer::new(&params, d).unwrap();
+        let flat: Vec<f32> = (0..d)
+            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
+            .collect();
+        let neg: Vec<f32> = flat.iter().map(|x| -x).collect();
+        let embs: Vec<&[f32]> = (0..32)
+            .map(|k| if k % 2 == 0 { &flat[..] } else { &neg[..] })
+            .collect();
+        let coeffs: Vec<i8> = (0..n).map(|i| if i % 3 == 0 { -1 } else { 1 }).collect();
+        let sk = SecretKey::from_coeffs(&params, coeffs);
+        let mut rng = Prng::from_seed([8; 32]);
+        let pk = PublicKey::new_with(&sk, &mut rng);
+        let rk = RelinKey::new_with(&sk, &mut rng);
+        let template = client::encrypt_templates_public(&pk, &q, &embs, &mut rng).unwrap();
+        let probe = client::encrypt_probe_public(&pk, &q, &flat, &mut rng).unwrap();
+        let fq = q.quantize(&flat).unwrap();
+        let norm2: i64 = fq.iter().map(|&x| x as i64 * x as i64).sum();
+        let want: Vec<i64> = (0..32)
+            .map(|k| if k % 2 == 0 { norm2 } else { -norm2 })
+            .collect();
+        let decider = Verifier::for_decider(&params, d).unwrap();
+        let unflooded = Verifier {
+            flood: None,
+            ..decider.clone()
+        };
+        let (mut own, mut flooded, mut phase) = (f64::INFINITY, f64::INFINITY, 0f64);
+        for _ in 0..4 {
+            let r = unflooded
+                .verify_with(&template, &probe, &pk, Some(&rk), &mut rng)
+                .unwrap();
+            own = own.min(sk.noise_budget(&r).unwrap());
+            let r = decider
+                .verify_with(&template, &probe, &pk, Some(&rk), &mut rng)
+                .unwrap();
+            assert_eq!(r.level(), params.limbs());
+            flooded = flooded.min(sk.noise_budget(&r).unwrap());
+            let compact = decider.compact(&r).unwrap();
+            let (_, p) = compact.decrypt_with_phase(&sk).unwrap();
+            phase = phase.max(p);
+            assert_eq!(
+                client::decrypt_score_reply(&sk, &q, &compact, 32)
+                    .unwrap()
+                    .scores,
+                want
+            );
+            assert_eq!(
+                client::decrypt_scores(&sk, &q, &r, 32).unwrap().scores,
+                want
+            );
+        }
+        eprintln!(
+            "decider reply, worst-case inputs: own noise budget {own:.1} bits, flooded \
+             {flooded:.1} bits, largest compact phase {phase:.4}"
+        );
+        assert!(own >= 26.0, "own budget {own}");
+        assert!((4.5..5.5).contains(&flooded), "flooded budget {flooded}");
+        // The flood is there (an unflooded phase is about 2^-12) and inside
+        // the decider's bound.
+        assert!(
+            phase > 1.0 / 256.0 && phase < 1.0 / 64.0 + 0.08,
+            "phase {phase}"
+        );
     }
 }

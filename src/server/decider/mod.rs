@@ -24,12 +24,13 @@ pub use policy::{Policy, Rule};
 pub use user_keys::{KeyLabel, MasterSecret};
 
 /// The largest phase distance ([`ScoreReply::decrypt_with_phase`]) of a
-/// reply the decider reads. A genuine reply at `auth4096` measures about
-/// 2^-11 (its noise) plus at most 0.08 (the compact form's scaling); under
-/// another key each of the n/d score positions is uniform in [0, 0.5], so a
-/// reply not made for this key passes with probability (1/4)^(n/d): 2^-64 at
-/// d = 128. Without the check such a reply decrypts to uniform scores, and a
-/// threshold of 0.5 accepts about one in four.
+/// reply the decider reads. A genuine reply measures at most 1/64 (the
+/// flood of [`crate::matching::verify::DECIDER_FLOOD_BITS`]) plus its own
+/// noise (2^-27) and the compact form's scaling (typically 2^-12, at most
+/// 0.08); under another key each of the n/d score positions is uniform in
+/// [0, 0.5], so a reply not made for this key passes with probability
+/// (1/4)^(n/d): 2^-64 at d = 128. Without the check such a reply decrypts to
+/// uniform scores, and a threshold of 0.5 accepts about one in four.
 pub const MAX_PHASE: f64 = 0.125;
 
 /// Why the decider gives no verdict.
