@@ -21,7 +21,7 @@ fn bfv(c: &mut Criterion) {
     let ct_b = pk.encrypt_with(&pt, &mut rng).unwrap();
     let prepared = ev.prepare_plain(&pt).unwrap();
     let rk = RelinKey::new_with(&sk, &mut rng);
-    let gk = GaloisKeys::new_with(&sk, &[1], &mut rng);
+    let gk = GaloisKeys::new_with(&sk, &[1], &mut rng).unwrap();
     let product = ev.multiply(&ct_a, &ct_b).unwrap();
     // Warm the lazily built multiplication tables outside the timings.
     let _ = ev.multiply(&ct_a, &ct_b).unwrap();

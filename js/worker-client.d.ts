@@ -12,6 +12,7 @@ export class BlindmatchWorker {
   /** Which build the worker loaded. */
   info: InitResult;
   generate(preset?: 'auth4096'): Promise<KeysHandle>;
+  /** Transfers `secretKey` to the worker: afterwards it is detached (or zeroed, if a view of part of a larger buffer). */
   fromSecretKey(secretKey: Uint8Array, preset?: 'auth4096'): Promise<KeysHandle>;
   exportSecretKey(handle: KeysHandle): Promise<Uint8Array>;
   publicKey(handle: KeysHandle): Promise<Uint8Array>;

@@ -14,6 +14,13 @@ function toError(e) {
   return err;
 }
 
+/** Whether typed array `a` spans its whole (transferable) ArrayBuffer. */
+function whole(a) {
+  return (
+    a.buffer instanceof ArrayBuffer && a.byteOffset === 0 && a.byteLength === a.buffer.byteLength && a.byteLength > 0
+  );
+}
+
 export class BlindmatchWorker {
   #worker;
   #pending = new Map();
@@ -100,9 +107,22 @@ export class BlindmatchWorker {
   async generate(preset = 'auth4096') {
     return (await this.#call('generate', [preset])).handle;
   }
-  /** Keys from an exported secret key; resolves to a handle. */
+  /**
+   * Keys from an exported secret key; resolves to a handle. The key's bytes
+   * are transferred to the worker, not copied: afterwards `secretKey` is
+   * detached (length 0) when it spans its whole buffer; otherwise (a view of
+   * part of a larger buffer) they are copied into a buffer that is
+   * transferred, and `secretKey` is overwritten with zeros. The worker zeroes
+   * its copy once the keys are loaded.
+   */
   async fromSecretKey(secretKey, preset = 'auth4096') {
-    return (await this.#call('fromSecretKey', [preset, secretKey])).handle;
+    let sent = secretKey;
+    if (secretKey instanceof Uint8Array && !whole(secretKey)) {
+      sent = secretKey.slice();
+      secretKey.fill(0);
+    }
+    const transfer = sent instanceof Uint8Array && whole(sent) ? [sent.buffer] : [];
+    return (await this.#call('fromSecretKey', [preset, sent], transfer)).handle;
   }
   /** The secret key's bytes (for the owner's own storage only). */
   exportSecretKey(handle) {

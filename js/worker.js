@@ -9,7 +9,10 @@
 // { id, ok: true, result } or { id, ok: false, error: { name, message } }.
 // Byte arrays in results are transferred, not copied. Keys live in the
 // worker's wasm memory under numeric handles; the secret key leaves the
-// worker only through the `exportSecretKey` op.
+// worker only through the `exportSecretKey` op (transferred, so the worker
+// keeps no copy of those bytes). A secret key sent in (`fromSecretKey`)
+// should arrive by transfer; the worker zeroes the array it received once
+// the keys are loaded (or have failed to load).
 import { init, Params, Keys } from './index.js';
 
 const keysets = new Map();
@@ -40,7 +43,13 @@ const ops = {
     return { handle: register(Keys.generate(params(preset))) };
   },
   fromSecretKey(preset, secretKey) {
-    return { handle: register(Keys.fromSecretKey(params(preset), secretKey)) };
+    try {
+      return { handle: register(Keys.fromSecretKey(params(preset), secretKey)) };
+    } finally {
+      // The only copy of the key's bytes here (received by transfer); the
+      // keys are in wasm memory now, zeroized when freed.
+      if (secretKey instanceof Uint8Array) secretKey.fill(0);
+    }
   },
   exportSecretKey(handle) {
     return keysFor(handle).exportSecretKey();

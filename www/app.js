@@ -149,7 +149,8 @@ async function register() {
       try {
         await keystore.saveSecretKey(name, server.id, secret, { enrolled: `${label}, ${list.length} sample${list.length > 1 ? 's' : ''}` });
       } finally {
-        secret.fill(0);
+        // Transferred to the worker (detached, length 0) unless the call threw first.
+        if (secret.buffer.byteLength > 0) secret.fill(0);
       }
     });
     uploaded = false; // complete: nothing to roll back
@@ -180,7 +181,8 @@ async function login() {
       try {
         return await worker.fromSecretKey(secret);
       } finally {
-        secret.fill(0);
+        // Transferred to the worker (detached, length 0) unless the call threw first.
+        if (secret.buffer.byteLength > 0) secret.fill(0);
       }
     });
 

@@ -117,7 +117,9 @@ impl SecretKey {
     /// multiplication decrypts without relinearization).
     pub fn decrypt(&self, ct: &Ciphertext) -> Result<Plaintext, BfvError> {
         self.params.check(ct.params())?;
-        let x = self.phase(ct)?;
+        // The phase is the message scaled up (plus noise): as secret as the
+        // plaintext, so it is zeroed when dropped.
+        let x = zeroize::Zeroizing::new(self.phase(ct)?);
         Ok(Plaintext::from_reduced(
             &self.params,
             super::scaling::round_to_t(&self.params, &x),

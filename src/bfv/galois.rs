@@ -87,6 +87,12 @@ pub(crate) fn ntt_permutation(n: usize, g: u32) -> Vec<u32> {
         .collect()
 }
 
+/// The most keys a Galois key set holds: 64 row rotations and the column
+/// swap. It bounds the wire form (21.8 MB at auth4096, expanded), so a
+/// key set is never larger than what a loader accepts; more steps are
+/// refused by [`GaloisKeys::new`].
+pub const MAX_GALOIS_KEYS: usize = 65;
+
 /// Keys for a set of Galois automorphisms.
 #[derive(Clone, PartialEq, Eq)]
 pub struct GaloisKeys {
@@ -107,17 +113,26 @@ impl std::fmt::Debug for GaloisKeys {
 
 impl GaloisKeys {
     /// Keys for row rotations by each of `steps` and for the column swap,
-    /// from the system RNG.
+    /// from the system RNG. At most [`MAX_GALOIS_KEYS`] distinct keys.
     pub fn new(sk: &SecretKey, steps: &[i32]) -> Result<Self, BfvError> {
-        Ok(Self::new_with(sk, steps, &mut Prng::from_os()?))
+        Self::new_with(sk, steps, &mut Prng::from_os()?)
     }
 
     /// As [`GaloisKeys::new`], from the given generator.
-    pub fn new_with(sk: &SecretKey, steps: &[i32], rng: &mut Prng) -> Self {
+    pub fn new_with(sk: &SecretKey, steps: &[i32], rng: &mut Prng) -> Result<Self, BfvError> {
         let n = sk.params().degree();
         let mut elements: Vec<u32> = steps.iter().map(|&s| row_rotation_element(n, s)).collect();
         elements.push(column_swap_element(n));
-        Self::for_elements(sk, &elements, rng)
+        let distinct: std::collections::BTreeSet<u32> =
+            elements.iter().copied().filter(|&g| g != 1).collect();
+        if distinct.len() > MAX_GALOIS_KEYS {
+            return Err(BfvError::TooManyValues {
+                what: "Galois keys",
+                max: MAX_GALOIS_KEYS,
+                actual: distinct.len(),
+            });
+        }
+        Ok(Self::for_elements(sk, &elements, rng))
     }
 
     /// Keys for the given Galois elements (odd, below 2n).

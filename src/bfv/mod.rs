@@ -25,7 +25,9 @@ pub(crate) use encoding::centred;
 pub use encoding::{BatchEncoder, CoefficientEncoder};
 pub(crate) use encrypt::PkEncryptionParts;
 pub use eval::{Evaluator, PlaintextNtt, PreparedCiphertext};
-pub use galois::{column_swap_element, row_rotation_element, GaloisKeys, RelinKey};
+pub use galois::{
+    column_swap_element, row_rotation_element, GaloisKeys, RelinKey, MAX_GALOIS_KEYS,
+};
 pub use keys::{PublicKey, SecretKey};
 pub use params::{Params, ParamsBuilder};
 pub use plaintext::Plaintext;

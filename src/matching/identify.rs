@@ -17,7 +17,9 @@
 //! top level ([`Gallery::for_encrypted_probes`]), and the key holder ranks
 //! the score ciphertexts with [`Identifier::rank`].
 
-use crate::bfv::{Ciphertext, Evaluator, Params, PlaintextNtt, PublicKey, RelinKey, SecretKey};
+use crate::bfv::{
+    Ciphertext, Evaluator, Params, Plaintext, PlaintextNtt, PublicKey, RelinKey, SecretKey,
+};
 use crate::error::MatchError;
 
 use super::fused::FusedScorer;
@@ -82,6 +84,22 @@ pub struct Match {
     pub score: i64,
     /// `score / s²`.
     pub cosine: f64,
+}
+
+/// A decrypted plaintext, overwritten with zeros when this is dropped
+/// (whichever way the function holding it returns, or unwinds).
+struct Wiped<'a>(&'a mut Plaintext);
+
+impl Wiped<'_> {
+    fn get(&mut self) -> &mut Plaintext {
+        self.0
+    }
+}
+
+impl Drop for Wiped<'_> {
+    fn drop(&mut self) {
+        zeroize::Zeroize::zeroize(self.0.coeffs_mut());
+    }
 }
 
 impl Gallery {
@@ -197,15 +215,17 @@ impl Gallery {
             return Err(MatchError::UnknownTemplate { index });
         }
         let (position, k) = self.locate(index);
-        let mut pt = sk.decrypt(&self.cts[position])?;
-        pt.coeffs_mut()[k * self.dim..(k + 1) * self.dim].fill(0);
-        let ct = pk.encrypt(&pt);
-        zeroize::Zeroize::zeroize(pt.coeffs_mut());
+        // The other templates in the clear: zeroed on every way out (the
+        // decryption zeroes its own intermediate, the phase).
+        let mut clear = sk.decrypt(&self.cts[position])?;
+        let mut pt = Wiped(&mut clear);
+        pt.get().coeffs_mut()[k * self.dim..(k + 1) * self.dim].fill(0);
+        let ct = pk.encrypt(pt.get())?;
         Ok(Erasure {
             index,
             position,
             erased: self.erased[position] | 1 << k,
-            ct: ct?,
+            ct,
         })
     }
 
@@ -508,5 +528,39 @@ impl Identifier {
             }
         };
         Ok(self.best(gallery, &scores, top_k))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `Gallery::erase` decrypts is zeroed whichever way it leaves:
+    /// a normal return, an error return, a panic.
+    #[test]
+    fn decrypted_plaintexts_are_zeroed_on_every_way_out() {
+        let params = Params::auth4096();
+        let zero = |pt: &Plaintext| pt.coeffs().iter().all(|&c| c == 0);
+        let mut pt = Plaintext::from_coeffs(&params, &[1, 2, 3]).unwrap();
+        let early = |pt: &mut Plaintext| -> Result<(), MatchError> {
+            let mut w = Wiped(pt);
+            let index = w.get().coeffs()[2] as usize;
+            Err(MatchError::UnknownTemplate { index })
+        };
+        assert_eq!(
+            early(&mut pt).unwrap_err(),
+            MatchError::UnknownTemplate { index: 3 }
+        );
+        assert!(zero(&pt));
+        let mut pt = Plaintext::from_coeffs(&params, &[4, 5]).unwrap();
+        let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _w = Wiped(&mut pt);
+            panic!("unwinding through a decrypted plaintext");
+        }));
+        assert!(unwound.is_err());
+        assert!(zero(&pt));
+        let mut pt = Plaintext::from_coeffs(&params, &[6]).unwrap();
+        drop(Wiped(&mut pt));
+        assert!(zero(&pt));
     }
 }

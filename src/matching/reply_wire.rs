@@ -32,6 +32,12 @@ impl ScoreReply {
 impl WireObject for ScoreReply {
     const KIND: ObjectKind = ObjectKind::ScoreReply;
 
+    fn max_len(params: &Params) -> u64 {
+        // The most scores: the smallest dimension.
+        let n = params.degree();
+        reply_len(n, n / DIMENSIONS.iter().min().copied().unwrap_or(1))
+    }
+
     fn to_bytes(&self) -> Vec<u8> {
         let n = self.params.degree();
         let total = reply_len(n, self.c0.len());

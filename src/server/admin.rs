@@ -58,6 +58,14 @@ fn write_file(path: &Path, bytes: &[u8], secret: bool, force: bool) -> Result<()
     let mut f = opts
         .open(path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    // An existing file (`--force`) keeps its mode on open: set it before
+    // any secret byte goes in.
+    #[cfg(unix)]
+    if secret {
+        use std::os::unix::fs::PermissionsExt;
+        f.set_permissions(std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
     f.write_all(bytes)
         .and_then(|_| f.sync_all())
         .map_err(|e| format!("{}: {e}", path.display()))

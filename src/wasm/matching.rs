@@ -13,7 +13,7 @@ use super::bfv::{JsParams, JsPublicKey, JsSecretKey};
 use super::{array_in, bytes_in, decode, err, f32_in, uint_in, wire_in, wire_out, Check};
 use crate::bfv::serialize::WireObject;
 use crate::bfv::{Ciphertext, Params, Prng, PublicKey, RelinKey, SecretKey};
-use crate::matching::{client, pack, Quantizer, Verifier};
+use crate::matching::{client, pack, Quantizer, ScoreReply, Verifier};
 
 #[wasm_bindgen(typescript_custom_section)]
 const SCORES_TS: &str = r#"
@@ -183,7 +183,9 @@ impl JsKeys {
             None => max,
             Some(c) => uint_in(C, "count", c, max as u64)? as usize,
         };
-        let b = bytes_in(C, "reply", reply)?;
+        // A reply is a score reply or a (size-3) ciphertext.
+        let max = ScoreReply::max_len(&self.params).max(Ciphertext::max_len(&self.params));
+        let b = bytes_in(C, "reply", reply, max)?;
         let s = client::decrypt_reply_bytes(&self.sk, &q, &b, count).map_err(|e| err(C, e))?;
         scores_out(C, &s.scores, &s.cosines)
     }
@@ -300,7 +302,7 @@ impl JsVerifier {
         let p = &self.params;
         // Every decoding error names its argument.
         fn arg<T: WireObject>(p: &Params, what: &str, v: &JsValue) -> Result<T, JsError> {
-            decode(p, bytes_in(C, what, v)?, Check::Untrusted)
+            decode(p, bytes_in(C, what, v, T::max_len(p))?, Check::Untrusted)
                 .map_err(|e| err(&format!("{C}: {what}"), e))
         }
         let t: Ciphertext = arg(p, "template", template)?;

@@ -18,10 +18,15 @@
 //! * JS inputs of variable size are taken as JS values and their length is
 //!   checked *before* anything is copied into wasm memory, so no input can
 //!   make an allocation fail (which would abort, that is trap);
+//! * byte inputs are checked against the largest valid object of their kind
+//!   (`WireObject::max_len`), other typed arrays against their own limit;
 //! * JS values are inspected only with calls that cannot throw through Rust
 //!   frames (`instanceof`, which wasm-bindgen wraps in `try`, and
-//!   `Reflect.get`, imported with `catch`), so an exception never leaves a
-//!   wasm-bindgen borrow flag set.
+//!   `Reflect.get`, `Function.prototype.call`, imported with `catch`), so an
+//!   exception never leaves a wasm-bindgen borrow flag set. Typed arrays are
+//!   measured and copied with the built-in `%TypedArray%.prototype` length
+//!   getter and `set` (a subclass's own `length` getter is never called; a
+//!   detached buffer has length 0).
 
 #[macro_use]
 mod methods;
@@ -37,7 +42,7 @@ pub use self::bfv::{
 pub use self::matching::{JsKeys, JsPublicKeyEncryptor, JsVerifier};
 pub use self::ntt::{ntt_primes, JsNttPlan};
 
-use js_sys::{Float32Array, Int32Array, Reflect, Uint32Array, Uint8Array};
+use js_sys::{Float32Array, Function, Int32Array, Object, Reflect, Uint32Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use zeroize::Zeroize;
@@ -83,22 +88,6 @@ pub(crate) fn type_name(v: &JsValue) -> String {
     }
 }
 
-/// `v` as the JS class `A` (`name` is how messages call it, e.g. "a
-/// Uint8Array"); `instanceof` cannot throw.
-fn typed_in<'a, A: JsCast>(
-    context: &str,
-    what: &str,
-    v: &'a JsValue,
-    name: &str,
-) -> JsResult<&'a A> {
-    v.dyn_ref::<A>().ok_or_else(|| {
-        JsError::new(&format!(
-            "{context}: {what} must be {name}, got {}",
-            type_name(v)
-        ))
-    })
-}
-
 /// Refuses a typed array of more than `max` values.
 fn values_at_most(context: &str, what: &str, len: usize, max: usize) -> JsResult<()> {
     if len > max {
@@ -118,16 +107,114 @@ pub(crate) fn js_result<T, U: From<T>, E: std::fmt::Display>(
     r.map(U::from).map_err(|e| err(context, e))
 }
 
-/// The bytes of a `Uint8Array`, after checking its type and size.
-pub(crate) fn bytes_in(context: &str, what: &str, v: &JsValue) -> JsResult<Vec<u8>> {
-    let a: &Uint8Array = typed_in(context, what, v, "a Uint8Array")?;
-    let len = a.length();
-    if len > MAX_INPUT_BYTES {
+/// The built-in `%TypedArray%.prototype` length getter and `set`, which
+/// read a typed array's internal slots whatever its class overrides.
+struct TypedArrayIntrinsics {
+    length: Function,
+    set: Function,
+}
+
+thread_local! {
+    static INTRINSICS: Option<TypedArrayIntrinsics> = {
+        let proto = Object::get_prototype_of(&Object::get_prototype_of(&Uint8Array::new_with_length(0)));
+        let desc = Object::get_own_property_descriptor(&proto, &JsValue::from_str("length"));
+        let length = Reflect::get(&desc, &JsValue::from_str("get")).ok()
+            .and_then(|f| f.dyn_into::<Function>().ok());
+        let set = Reflect::get(&proto, &JsValue::from_str("set")).ok()
+            .and_then(|f| f.dyn_into::<Function>().ok());
+        Some(TypedArrayIntrinsics { length: length?, set: set? })
+    };
+}
+
+fn intrinsics<T>(
+    context: &str,
+    f: impl FnOnce(&TypedArrayIntrinsics) -> JsResult<T>,
+) -> JsResult<T> {
+    INTRINSICS.with(|i| match i {
+        Some(i) => f(i),
+        None => Err(JsError::new(&format!(
+            "{context}: typed arrays are not available"
+        ))),
+    })
+}
+
+/// The number of elements of typed array `a` (0 if its buffer is
+/// detached), read without calling anything `a` overrides.
+fn typed_len(context: &str, what: &str, a: &JsValue) -> JsResult<usize> {
+    intrinsics(context, |i| {
+        i.length
+            .call0(a)
+            .ok()
+            .and_then(|n| n.as_f64())
+            .map(|n| n as usize)
+            .ok_or_else(|| JsError::new(&format!("{context}: {what} is not a typed array")))
+    })
+}
+
+/// Copies typed array `src` into `view` (a view of wasm memory of the same
+/// length) with the built-in `set`; a failure is an error, not a throw.
+fn typed_copy(context: &str, what: &str, view: &JsValue, src: &JsValue) -> JsResult<()> {
+    intrinsics(context, |i| {
+        i.set
+            .call1(view, src)
+            .map(drop)
+            .map_err(|_| JsError::new(&format!("{context}: reading {what} threw")))
+    })
+}
+
+/// The values of typed array `v` (of class `A`, `name` in messages, e.g. "a
+/// Float32Array"), at most `max` of them, copied with the built-ins.
+/// `view` makes a view of wasm memory over the output.
+fn typed_in<A: JsCast, T: Default + Clone>(
+    context: &str,
+    what: &str,
+    v: &JsValue,
+    name: &str,
+    max: usize,
+    view: unsafe fn(*mut T, usize) -> A,
+) -> JsResult<Vec<T>> {
+    if !v.is_instance_of::<A>() {
         return Err(JsError::new(&format!(
-            "{context}: {what} is {len} bytes, over the limit of {MAX_INPUT_BYTES}"
+            "{context}: {what} must be {name}, got {}",
+            type_name(v)
         )));
     }
-    Ok(a.to_vec())
+    let len = typed_len(context, what, v)?;
+    values_at_most(context, what, len, max)?;
+    let mut out = vec![T::default(); len];
+    if len > 0 {
+        // SAFETY: the view covers `out` exactly and is used (by `set`, which
+        // allocates nothing in wasm memory) before `out` moves or drops.
+        let view = unsafe { view(out.as_mut_ptr(), len) };
+        typed_copy(context, what, view.unchecked_ref(), v)?;
+    }
+    Ok(out)
+}
+
+/// The bytes of a `Uint8Array` of at most `max` bytes (`max` no larger than
+/// [`MAX_INPUT_BYTES`]): checked before anything is copied.
+pub(crate) fn bytes_in(context: &str, what: &str, v: &JsValue, max: u64) -> JsResult<Vec<u8>> {
+    if !v.is_instance_of::<Uint8Array>() {
+        return Err(JsError::new(&format!(
+            "{context}: {what} must be a Uint8Array, got {}",
+            type_name(v)
+        )));
+    }
+    let max = max.min(MAX_INPUT_BYTES as u64) as usize;
+    let len = typed_len(context, what, v)?;
+    if len > max {
+        return Err(JsError::new(&format!(
+            "{context}: {what} is {len} bytes, at most {max} bytes for this kind of object"
+        )));
+    }
+    typed_in(
+        context,
+        what,
+        v,
+        "a Uint8Array",
+        max,
+        Uint8Array::view_mut_raw,
+    )
 }
 
 /// A `Uint8Array` copy of `bytes` (owned by the JS heap).
@@ -170,7 +257,12 @@ pub(crate) fn wire_in<T: WireObject>(
     v: &JsValue,
     check: Check,
 ) -> JsResult<T> {
-    decode(params, bytes_in(context, what, v)?, check).map_err(|e| err(context, e))
+    decode(
+        params,
+        bytes_in(context, what, v, T::max_len(params))?,
+        check,
+    )
+    .map_err(|e| err(context, e))
 }
 
 /// The wire bytes of `obj` as a `Uint8Array`; the copy in wasm memory is
@@ -184,14 +276,22 @@ pub(crate) fn wire_out<T: WireObject>(obj: &T) -> Uint8Array {
 
 /// The values of a `Float32Array` of exactly `n` elements.
 pub(crate) fn f32_in(context: &str, what: &str, v: &JsValue, n: usize) -> JsResult<Vec<f32>> {
-    let a: &Float32Array = typed_in(context, what, v, "a Float32Array")?;
-    let len = a.length() as usize;
-    if len != n {
-        return Err(JsError::new(&format!(
-            "{context}: {what} has {len} components; expected {n}"
-        )));
+    if v.is_instance_of::<Float32Array>() {
+        let len = typed_len(context, what, v)?;
+        if len != n {
+            return Err(JsError::new(&format!(
+                "{context}: {what} has {len} components; expected {n}"
+            )));
+        }
     }
-    Ok(a.to_vec())
+    typed_in(
+        context,
+        what,
+        v,
+        "a Float32Array",
+        n,
+        Float32Array::view_mut_raw,
+    )
 }
 
 /// `v[key]` through `Reflect.get` (a throwing getter becomes an error).
@@ -233,13 +333,26 @@ pub(crate) fn array_in(
 /// Integers from an `Int32Array`, a `BigInt64Array`, or an `Array` of safe
 /// integer numbers, at most `max` of them.
 pub(crate) fn ints_in(context: &str, what: &str, v: &JsValue, max: usize) -> JsResult<Vec<i64>> {
-    if let Some(a) = v.dyn_ref::<Int32Array>() {
-        values_at_most(context, what, a.length() as usize, max)?;
-        return Ok(a.to_vec().into_iter().map(i64::from).collect());
+    if v.is_instance_of::<Int32Array>() {
+        let a = typed_in(
+            context,
+            what,
+            v,
+            "an Int32Array",
+            max,
+            Int32Array::view_mut_raw,
+        )?;
+        return Ok(a.into_iter().map(i64::from).collect());
     }
-    if let Some(a) = v.dyn_ref::<js_sys::BigInt64Array>() {
-        values_at_most(context, what, a.length() as usize, max)?;
-        return Ok(a.to_vec());
+    if v.is_instance_of::<js_sys::BigInt64Array>() {
+        return typed_in(
+            context,
+            what,
+            v,
+            "a BigInt64Array",
+            max,
+            js_sys::BigInt64Array::view_mut_raw,
+        );
     }
     if v.is_instance_of::<js_sys::Array>() {
         let items = array_in(context, what, v, max)?;
@@ -262,9 +375,14 @@ pub(crate) fn ints_in(context: &str, what: &str, v: &JsValue, max: usize) -> JsR
 
 /// `Uint32Array` input of at most `max` values.
 pub(crate) fn u32s_in(context: &str, what: &str, v: &JsValue, max: usize) -> JsResult<Vec<u32>> {
-    let a: &Uint32Array = typed_in(context, what, v, "a Uint32Array")?;
-    values_at_most(context, what, a.length() as usize, max)?;
-    Ok(a.to_vec())
+    typed_in(
+        context,
+        what,
+        v,
+        "a Uint32Array",
+        max,
+        Uint32Array::view_mut_raw,
+    )
 }
 
 /// A JS number that must be a whole number in `0..=max` (`what` names it).

@@ -29,7 +29,8 @@ test('keygen, encrypt and decrypt in a worker, promise-based', async () => {
     assert.deepEqual(r.scores, e.map((x) => dot(quantize(x), b)));
     // Restoring from the exported secret key gives the same key.
     const secret = await w.exportSecretKey(h);
-    const h2 = await w.fromSecretKey(secret);
+    // (a copy: fromSecretKey transfers the array it is given)
+    const h2 = await w.fromSecretKey(secret.slice());
     assert.deepEqual(await w.exportSecretKey(h2), secret);
     assert.deepEqual((await w.decryptScores(h2, reply, 3)).scores, r.scores);
     // Several calls in flight at once resolve to their own results.
@@ -57,6 +58,55 @@ test('worker errors reject with an Error and the worker keeps working', async ()
     await assert.rejects(w.publicKey(h), /no keys with handle/);
     const h2 = await w.generate();
     assert.equal((await w.publicKey(h2)).length, 44592);
+  } finally {
+    w.terminate();
+  }
+});
+
+test('a secret key goes to the worker by transfer, and the worker zeroes what it received', async () => {
+  const { Worker } = await import('node:worker_threads');
+  const raw = new Worker(new URL('./secret-spy-worker.mjs', import.meta.url), {
+    workerData: { worker: exportUrl('./worker').href },
+  });
+  const w = new bm.BlindmatchWorker(raw, 'node');
+  const spy = () =>
+    new Promise((resolve) => {
+      const on = (m) => {
+        if (!m?.spy) return;
+        raw.off('message', on);
+        resolve(m.spy);
+      };
+      raw.on('message', on);
+      raw.postMessage({ spy: true });
+    });
+  try {
+    const secret = await w.exportSecretKey(await w.generate());
+    const copy = secret.slice();
+    const h = await w.fromSecretKey(secret);
+    // The sender's array is detached: its bytes moved, none were copied.
+    assert.equal(secret.buffer.byteLength, 0);
+    assert.equal(secret.length, 0);
+    // A view of part of a larger buffer: sent as a copy, and zeroed here.
+    const big = new Uint8Array(copy.length + 16);
+    big.set(copy, 16);
+    big[0] = 7;
+    const view = big.subarray(16);
+    const h2 = await w.fromSecretKey(view);
+    assert.equal(big.buffer.byteLength, copy.length + 16, 'the larger buffer stays');
+    assert.ok(view.every((x) => x === 0), 'the view is zeroed');
+    assert.equal(big[0], 7);
+    // What the worker received held the key, and is zero now.
+    assert.deepEqual(await spy(), [
+      { atReceipt: true, length: copy.length, now: false },
+      { atReceipt: true, length: copy.length, now: false },
+    ]);
+    // A key that fails to load is zeroed too.
+    const bad = copy.slice(0, 100);
+    await assert.rejects(w.fromSecretKey(bad), /truncated/);
+    assert.equal((await spy())[2].now, false);
+    // And the keys are the ones sent.
+    assert.deepEqual(await w.exportSecretKey(h), copy);
+    assert.deepEqual(await w.exportSecretKey(h2), copy);
   } finally {
     w.terminate();
   }

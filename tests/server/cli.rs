@@ -133,3 +133,29 @@ fn bench_prints_each_row_with_a_rate() {
         }
     }
 }
+
+/// `keygen --force` over an existing world-readable `service.sk` leaves it
+/// mode 0600: the old file's mode is not kept for the new secret.
+#[cfg(unix)]
+#[test]
+fn keygen_force_writes_the_secret_key_mode_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let _machine = shared();
+    let dir = temp_dir("keygen-force");
+    let sk = dir.join("service.sk");
+    std::fs::write(&sk, b"old").unwrap();
+    std::fs::set_permissions(&sk, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = server_cmd()
+        .args(["keygen", "--force", "--out"])
+        .arg(&*dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta = std::fs::metadata(&sk).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert!(meta.len() > 3, "service.sk was not rewritten");
+}

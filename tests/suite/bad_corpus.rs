@@ -13,7 +13,7 @@
 
 use blindmatch::bfv::{
     Ciphertext, GaloisKeys, Params, Plaintext, PublicKey, RelinKey, SecretKey, FORMAT_MAGIC,
-    HEADER_LEN,
+    HEADER_LEN, MAX_GALOIS_KEYS,
 };
 use blindmatch::error::FormatError;
 
@@ -344,15 +344,15 @@ fn bad_corpus(params: &Params) -> Vec<BadCase> {
             E::CountOutOfRange {
                 what: "Galois keys",
                 count: u32::MAX as u64,
-                max: n as u64 - 1,
+                max: MAX_GALOIS_KEYS as u64,
             },
         ),
         case(
             "gk_count_max_no_body.bin",
             L::GaloisKeys,
-            with(header(GK, 1), &(n as u32 - 1).to_le_bytes()),
+            with(header(GK, 1), &(MAX_GALOIS_KEYS as u32).to_le_bytes()),
             E::Truncated {
-                expected: hl + 4 + (n as u64 - 1) * (4 + 3 * (poly_qp + 32)),
+                expected: hl + 4 + MAX_GALOIS_KEYS as u64 * (4 + 3 * (poly_qp + 32)),
                 actual: 20,
             },
         ),

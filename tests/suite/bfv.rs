@@ -349,7 +349,7 @@ suite_test! {
         let mut prng = seeded(88);
         let sk = SecretKey::generate_with(&params, &mut prng);
         let rk = RelinKey::new_with(&sk, &mut prng);
-        let gk = GaloisKeys::new_with(&sk, &[1, -1, 5], &mut prng);
+        let gk = GaloisKeys::new_with(&sk, &[1, -1, 5], &mut prng).unwrap();
         let ev = Evaluator::new(&params);
         let batch = BatchEncoder::new(&params).unwrap();
         let a = random_values(&mut rng, n, t);

@@ -5,7 +5,7 @@
 
 use blindmatch::bfv::{
     BatchEncoder, Ciphertext, Evaluator, GaloisKeys, ObjectKind, Params, Plaintext, Prng,
-    PublicKey, RelinKey, SecretKey, HEADER_LEN,
+    PublicKey, RelinKey, SecretKey, HEADER_LEN, MAX_GALOIS_KEYS,
 };
 use blindmatch::error::FormatError;
 
@@ -167,7 +167,7 @@ suite_test! {
         let mut prng = Prng::from_seed([4; 32]);
         let sk = SecretKey::generate_with(&params, &mut prng);
         let rk = RelinKey::new_with(&sk, &mut prng);
-        let gk = GaloisKeys::new_with(&sk, &[1], &mut prng);
+        let gk = GaloisKeys::new_with(&sk, &[1], &mut prng).unwrap();
         let rk_bytes = rk.to_bytes();
         let rk_back = RelinKey::from_bytes(&params, &rk_bytes).unwrap();
         assert_eq!(rk_back, rk);
@@ -323,7 +323,7 @@ suite_test! {
         let mut prng = Prng::from_seed([7; 32]);
         let sk = SecretKey::generate_with(&params, &mut prng);
         // Steps [] give one key, for the column swap 2n - 1; use two elements.
-        let gk = GaloisKeys::new_with(&sk, &[1], &mut prng);
+        let gk = GaloisKeys::new_with(&sk, &[1], &mut prng).unwrap();
         let good = gk.to_bytes();
         let key_len = (good.len() - HEADER_LEN - 4) / 2;
         let first = HEADER_LEN + 4;
@@ -342,8 +342,21 @@ suite_test! {
         let total = good.len() as u64;
         assert_eq!(err(set(HEADER_LEN, 1)), FormatError::TrailingBytes { expected: total - key_len as u64, actual: total });
         assert_eq!(err(set(HEADER_LEN, 3)), FormatError::Truncated { expected: total + key_len as u64, actual: total });
+        let max = MAX_GALOIS_KEYS as u64;
         assert_eq!(err(set(HEADER_LEN, n)),
-                   FormatError::CountOutOfRange { what: "Galois keys", count: n as u64, max: n as u64 - 1 });
+                   FormatError::CountOutOfRange { what: "Galois keys", count: n as u64, max });
+        // One key past the limit, with exactly the bytes that many keys take:
+        // refused on the count, before any key is read.
+        let mut over = good[..HEADER_LEN + 4].to_vec();
+        over[HEADER_LEN..].copy_from_slice(&(max as u32 + 1).to_le_bytes());
+        over.resize(HEADER_LEN + 4 + (max as usize + 1) * key_len, 0);
+        assert_eq!(err(over), FormatError::CountOutOfRange { what: "Galois keys", count: max + 1, max });
+        // The largest valid set is what ObjectKind::max_len says.
+        assert_eq!(ObjectKind::GaloisKeys.max_len(&params),
+                   (HEADER_LEN + 4) as u64 + max * (gk.to_bytes_expanded().len() - HEADER_LEN - 4) as u64 / 2);
+        // Nor can a larger set be made (refused before any key is generated).
+        let too_many: Vec<i32> = (1..=MAX_GALOIS_KEYS as i32).collect();
+        assert!(GaloisKeys::new_with(&sk, &too_many, &mut prng).is_err());
         // An empty set is written unseeded; with the seeded flag it is refused.
         let mut empty = good[..HEADER_LEN].to_vec();
         empty.extend_from_slice(&0u32.to_le_bytes());
@@ -364,5 +377,29 @@ suite_test! {
         assert_eq!(ObjectKind::of(&pt.to_bytes()).unwrap(), ObjectKind::Plaintext);
         assert_eq!(ObjectKind::of(b"BMAT\x01\x00\x09").unwrap_err(), FormatError::WrongKind { expected: 0, found: 9 });
         assert_eq!(ObjectKind::of(b"BM").unwrap_err(), FormatError::Truncated { expected: 4, actual: 2 });
+    }
+}
+
+// `ObjectKind::max_len` is the length of the largest valid object of each
+// kind (what a receiver may refuse an input over, unread).
+suite_test! {
+    fn max_len_is_the_largest_valid_object() {
+        let params = Params::auth4096();
+        let mut prng = Prng::from_seed([11; 32]);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let rk = RelinKey::new_with(&sk, &mut prng);
+        let pt = Plaintext::from_coeffs(&params, &[1]).unwrap();
+        let ct = sk.encrypt_with(&pt, &mut prng).unwrap();
+        let product = Evaluator::new(&params).multiply(&ct, &ct).unwrap();
+        let len = |k: ObjectKind| k.max_len(&params) as usize;
+        assert_eq!(len(ObjectKind::SecretKey), sk.to_bytes().len());
+        assert_eq!(len(ObjectKind::PublicKey), pk.to_bytes_expanded().len());
+        assert_eq!(len(ObjectKind::RelinKey), rk.to_bytes_expanded().len());
+        assert_eq!(len(ObjectKind::Plaintext), pt.to_bytes().len());
+        assert_eq!(len(ObjectKind::Ciphertext), product.to_bytes().len());
+        assert_eq!(len(ObjectKind::Ciphertext), 133_650);
+        // 64 scores (dimension 64) of a 4096-slot reply: c0 at 64 positions, all of c1.
+        assert_eq!(len(ObjectKind::ScoreReply), HEADER_LEN + 4 + 4 * 64 + 4 * 4096);
     }
 }

@@ -11,7 +11,7 @@ use super::{
 };
 use crate::bfv::ciphertext::Ciphertext;
 use crate::bfv::encrypt::expand_uniform;
-use crate::bfv::galois::{GaloisKeys, RelinKey};
+use crate::bfv::galois::{GaloisKeys, RelinKey, MAX_GALOIS_KEYS};
 use crate::bfv::keys::{PublicKey, SecretKey};
 use crate::bfv::keyswitch::KswKey;
 use crate::bfv::params::Params;
@@ -40,6 +40,10 @@ impl SecretKey {
 
 impl WireObject for SecretKey {
     const KIND: ObjectKind = ObjectKind::SecretKey;
+
+    fn max_len(params: &Params) -> u64 {
+        HEADER + params.degree() as u64 / 4
+    }
 
     fn to_bytes(&self) -> Vec<u8> {
         let n = self.params.degree();
@@ -117,6 +121,10 @@ impl PublicKey {
 
 impl WireObject for PublicKey {
     const KIND: ObjectKind = ObjectKind::PublicKey;
+
+    fn max_len(params: &Params) -> u64 {
+        HEADER + 2 * poly_bytes(params.plans_q())
+    }
 
     fn to_bytes(&self) -> Vec<u8> {
         self.encode(self.seed.is_some())
@@ -213,6 +221,10 @@ impl RelinKey {
 impl WireObject for RelinKey {
     const KIND: ObjectKind = ObjectKind::RelinKey;
 
+    fn max_len(params: &Params) -> u64 {
+        HEADER + ksw_bytes(params, false)
+    }
+
     fn to_bytes(&self) -> Vec<u8> {
         self.encode(self.ksw.seeded())
     }
@@ -255,16 +267,27 @@ impl GaloisKeys {
 
     /// Loads keys written by [`GaloisKeys::to_bytes`] or
     /// [`GaloisKeys::to_bytes_expanded`]. Elements must be odd, below 2n,
-    /// not 1, and strictly increasing; the count must not exceed n - 1 (the
-    /// number of such elements) and must match the input length. An empty set
+    /// not 1, and strictly increasing; the count must not exceed
+    /// [`MAX_GALOIS_KEYS`] (nor n - 1, the number of such elements), checked
+    /// before anything is allocated, and must match the input length. An empty set
     /// must not carry the seeded flag.
     pub fn from_bytes(params: &Params, bytes: &[u8]) -> Result<Self, FormatError> {
         <Self as WireObject>::from_bytes(params, bytes)
     }
 }
 
+/// The most keys a Galois key set may hold for `params`: n - 1 (every
+/// element) or [`MAX_GALOIS_KEYS`], whichever is smaller.
+fn max_galois_keys(params: &Params) -> u64 {
+    (params.degree() as u64 - 1).min(MAX_GALOIS_KEYS as u64)
+}
+
 impl WireObject for GaloisKeys {
     const KIND: ObjectKind = ObjectKind::GaloisKeys;
+
+    fn max_len(params: &Params) -> u64 {
+        HEADER + 4 + max_galois_keys(params) * (4 + ksw_bytes(params, false))
+    }
 
     fn to_bytes(&self) -> Vec<u8> {
         self.encode(!self.keys.is_empty() && self.keys.values().all(KswKey::seeded))
@@ -275,7 +298,7 @@ impl WireObject for GaloisKeys {
         let seeded = r.header(Self::KIND, params)?;
         let n = params.degree();
         let count = r.u32()? as u64;
-        let max = n as u64 - 1;
+        let max = max_galois_keys(params);
         if count > max {
             return Err(FormatError::CountOutOfRange {
                 what: "Galois keys",
@@ -289,7 +312,7 @@ impl WireObject for GaloisKeys {
                 what: "empty Galois key set",
             });
         }
-        // count <= n - 1 < 2^14 and a key is below 2^40 bytes: no overflow.
+        // count <= MAX_GALOIS_KEYS and a key is below 2^40 bytes: no overflow.
         r.expect_total(HEADER + 4 + count * (4 + ksw_bytes(params, seeded)))?;
         let mut keys = BTreeMap::new();
         let mut prev = 1u32;
@@ -338,6 +361,10 @@ impl Plaintext {
 
 impl WireObject for Plaintext {
     const KIND: ObjectKind = ObjectKind::Plaintext;
+
+    fn max_len(params: &Params) -> u64 {
+        HEADER + params.degree() as u64 * bit_len(params.plaintext_modulus()) as u64 / 8
+    }
 
     fn to_bytes(&self) -> Vec<u8> {
         let params = self.params();
@@ -423,6 +450,10 @@ impl Ciphertext {
 
 impl WireObject for Ciphertext {
     const KIND: ObjectKind = ObjectKind::Ciphertext;
+
+    fn max_len(params: &Params) -> u64 {
+        ct_total(params.plans_q(), 3, false)
+    }
 
     fn to_bytes(&self) -> Vec<u8> {
         self.encode(self.seed.is_some())

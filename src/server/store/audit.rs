@@ -119,26 +119,25 @@ impl Store {
         let flushed = self.flush_queued();
         if flushed.is_err() {
             self.flush_failures.fetch_add(1, Ordering::Relaxed);
+            // The rows stay journaled: get them onto the disk now.
+            if let Err(e) = self.journal.sync() {
+                tracing::error!(error = %e, "fsync of the audit journal");
+            }
         }
         flushed
     }
 
     fn flush_queued(&self) -> Result<usize, StoreError> {
         let mut queue = self.flushing.lock().map_err(|_| StoreError::Poisoned)?;
+        // A batch left by a failed commit goes first; while it fails, no
+        // new journal file is started.
+        let mut rows = commit_queued(self, &mut queue)?;
         if let Some(batch) = self.journal.take()? {
             self.queued_rows
                 .fetch_add(batch.rows.len(), Ordering::Relaxed);
             queue.push(batch);
         }
-        let mut rows = 0;
-        while let Some(batch) = queue.first() {
-            commit_audit(&mut *self.lock()?, batch)?;
-            self.journal.remove(batch.generation);
-            rows += batch.rows.len();
-            self.queued_rows
-                .fetch_sub(batch.rows.len(), Ordering::Relaxed);
-            queue.remove(0);
-        }
+        rows += commit_queued(self, &mut queue)?;
         Ok(rows)
     }
 
@@ -176,6 +175,22 @@ impl Store {
         }
         Ok(total)
     }
+}
+
+/// Commits the queued batches in order, each then removed from the journal
+/// and the queue; stops at the first failure. Returns the rows committed.
+fn commit_queued(store: &Store, queue: &mut Vec<Batch>) -> Result<usize, StoreError> {
+    let mut rows = 0;
+    while let Some(batch) = queue.first() {
+        commit_audit(&mut *store.lock()?, batch)?;
+        store.journal.remove(batch.generation);
+        rows += batch.rows.len();
+        store
+            .queued_rows
+            .fetch_sub(batch.rows.len(), Ordering::Relaxed);
+        queue.remove(0);
+    }
+    Ok(rows)
 }
 
 /// Commits one journal batch and records its generation as applied.

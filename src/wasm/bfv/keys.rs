@@ -11,7 +11,7 @@ use crate::bfv::{GaloisKeys, Prng, PublicKey, RelinKey, SecretKey};
 use crate::wasm::{err, ints_in, js_result, wire_in, wire_out, Check};
 
 /// Most rotation steps per `galoisKeys` call (each key is large).
-const MAX_GALOIS_STEPS: usize = 64;
+const MAX_GALOIS_STEPS: usize = crate::bfv::MAX_GALOIS_KEYS - 1;
 
 /// A ternary secret key, in wasm memory and zeroized when freed (by `free()`
 /// or by the garbage collector, once every object sharing it is gone).

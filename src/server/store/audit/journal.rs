@@ -18,6 +18,13 @@
 //! the payload is `ts: i64 LE, duration_us: u64 LE, outcome length: u8,
 //! outcome, user length: u16 LE, user`.
 //!
+//! Durability: a journal file is fsynced (with its directory) when the
+//! flusher takes it, and the file being appended to whenever a flush fails
+//! ([`Journal::sync`]), so a power cut loses at most the rows of the last
+//! flush interval however long the database refuses them. While a taken
+//! batch is not committed, no new file is started (see
+//! [`Store::flush_audit`](crate::server::store::Store::flush_audit)).
+//!
 //! `<db file>-audit.lock` is held (an exclusive file lock) while the store is
 //! open: a second server on the same database is refused instead of
 //! replaying the first one's live journal.
@@ -66,6 +73,8 @@ pub struct Journal {
     active: Mutex<Active>,
     /// Held for the journal's lifetime.
     _lock: File,
+    #[cfg(test)]
+    faults: Mutex<tests::Faults>,
 }
 
 /// The file being appended to and the rows it holds.
@@ -75,7 +84,26 @@ struct Active {
     /// Bytes of whole records (and the header): where a failed write is cut
     /// back to.
     len: u64,
+    /// Bytes known to be on disk (fsynced).
+    synced: u64,
+    /// A failed write left a partial record after `len` and cutting it off
+    /// failed too: no record is appended until the cut succeeds (or the
+    /// file is taken), since replay would stop at the torn one.
+    torn: bool,
     rows: Vec<AuditRow>,
+}
+
+impl Active {
+    fn new(file: File, generation: u64) -> Self {
+        Self {
+            file,
+            generation,
+            len: HEADER,
+            synced: 0,
+            torn: false,
+            rows: Vec::new(),
+        }
+    }
 }
 
 impl std::fmt::Debug for Journal {
@@ -122,13 +150,10 @@ impl Journal {
         let journal = Self {
             dir,
             prefix,
-            active: Mutex::new(Active {
-                file,
-                generation,
-                len: HEADER,
-                rows: Vec::new(),
-            }),
+            active: Mutex::new(Active::new(file, generation)),
             _lock: lock,
+            #[cfg(test)]
+            faults: Mutex::default(),
         };
         Ok((journal, leftovers))
     }
@@ -144,17 +169,45 @@ impl Journal {
     /// Appends `row` to the file with one `write`; once this returns `Ok`
     /// the row survives a crash of this process. On a failed write the file
     /// is cut back to its last whole record, so later rows are not lost
-    /// behind a torn one.
+    /// behind a torn one; if the cut fails too, appends are refused until a
+    /// retried cut succeeds or the file is taken.
     pub fn append(&self, row: AuditRow) -> Result<(), JournalError> {
         let record = encode(&row)?;
         let mut a = self.active()?;
-        if let Err(e) = a.file.write_all(&record) {
+        if a.torn {
             let len = a.len;
-            a.file.set_len(len)?;
+            self.set_len(&a.file, len)?;
+            a.torn = false;
+        }
+        if let Err(e) = self.write(&mut a.file, &record) {
+            let len = a.len;
+            if let Err(cut) = self.set_len(&a.file, len) {
+                tracing::error!(error = %cut, "cutting a torn audit record off");
+                a.torn = true;
+            }
             return Err(e.into());
         }
         a.len += record.len() as u64;
         a.rows.push(row);
+        Ok(())
+    }
+
+    /// Makes the records of the file being appended to durable (fsync of
+    /// the file and its directory). For when a flush failed: its rows stay
+    /// journaled, and must not wait for a later flush to reach the disk.
+    pub fn sync(&self) -> Result<(), JournalError> {
+        let (file, generation, len) = {
+            let a = self.active()?;
+            if a.synced == a.len {
+                return Ok(());
+            }
+            (a.file.try_clone()?, a.generation, a.len)
+        };
+        self.sync_file(&file, generation, len)?;
+        let mut a = self.active()?;
+        if a.generation == generation {
+            a.synced = a.synced.max(len);
+        }
         Ok(())
     }
 
@@ -164,27 +217,65 @@ impl Journal {
     }
 
     /// Starts a new file and returns the rows of the one it replaces (`None`
-    /// when there are none; nothing changes then).
+    /// when there are none; nothing changes then). The old file is fsynced
+    /// before its rows are returned (a failure to is logged: the rows are
+    /// committed with `synchronous=FULL` next).
     pub fn take(&self) -> Result<Option<Batch>, JournalError> {
-        let mut a = self.active()?;
-        if a.rows.is_empty() {
-            return Ok(None);
+        let old = {
+            let mut a = self.active()?;
+            if a.rows.is_empty() && !a.torn {
+                return Ok(None);
+            }
+            let generation = a.generation + 1;
+            let file = self.create(&self.path(generation), generation)?;
+            std::mem::replace(&mut *a, Active::new(file, generation))
+        };
+        if old.synced < old.len {
+            if let Err(e) = self.sync_file(&old.file, old.generation, old.len) {
+                tracing::warn!(error = %e, generation = old.generation, "fsync of an audit journal");
+            }
         }
-        let generation = a.generation + 1;
-        let file = create(&self.path(generation), generation)?;
-        let old = std::mem::replace(
-            &mut *a,
-            Active {
-                file,
-                generation,
-                len: HEADER,
-                rows: Vec::new(),
-            },
-        );
         Ok(Some(Batch {
             generation: old.generation,
             rows: old.rows,
         }))
+    }
+
+    /// fsync of `file` (generation `generation`, `len` bytes) and of the
+    /// directory that holds its name.
+    fn sync_file(&self, file: &File, generation: u64, len: u64) -> std::io::Result<()> {
+        file.sync_data()?;
+        #[cfg(unix)]
+        File::open(&self.dir)?.sync_all()?;
+        #[cfg(test)]
+        self.faults().synced.push((generation, len));
+        let _ = (generation, len);
+        Ok(())
+    }
+
+    fn write(&self, file: &mut File, record: &[u8]) -> std::io::Result<()> {
+        #[cfg(test)]
+        if let Some(n) = self.faults().short_write.take() {
+            file.write_all(&record[..n])?;
+            return Err(std::io::Error::other("injected: short write"));
+        }
+        file.write_all(record)
+    }
+
+    fn set_len(&self, file: &File, len: u64) -> std::io::Result<()> {
+        #[cfg(test)]
+        if self.faults().set_len {
+            return Err(std::io::Error::other("injected: set_len"));
+        }
+        file.set_len(len)
+    }
+
+    fn create(&self, path: &Path, generation: u64) -> std::io::Result<File> {
+        #[cfg(test)]
+        if self.faults().create {
+            return Err(std::io::Error::other("injected: create"));
+        }
+        create(path, generation)
     }
 
     /// Removes the file of `generation`, once its rows are committed.
@@ -247,7 +338,9 @@ fn generations(dir: &Path, prefix: &str) -> std::io::Result<Vec<u64>> {
     Ok(found)
 }
 
-/// Creates journal file `path` (which must not exist) with its header.
+/// Creates journal file `path` (which must not exist) with its header. A
+/// file whose header could not be written is removed, so that a retry can
+/// create it again.
 fn create(path: &Path, generation: u64) -> std::io::Result<File> {
     let mut file = OpenOptions::new()
         .create_new(true)
@@ -256,7 +349,11 @@ fn create(path: &Path, generation: u64) -> std::io::Result<File> {
     let mut header = [0u8; HEADER as usize];
     header[..8].copy_from_slice(MAGIC);
     header[8..].copy_from_slice(&generation.to_le_bytes());
-    file.write_all(&header)?;
+    if let Err(e) = file.write_all(&header) {
+        drop(file);
+        let _ = std::fs::remove_file(path);
+        return Err(e);
+    }
     Ok(file)
 }
 
@@ -353,7 +450,120 @@ fn crc32(bytes: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::store::Store;
     use crate::server::test_dir::TestDir;
+
+    /// Failures injected into a journal's file operations, and the fsyncs
+    /// it made.
+    #[derive(Debug, Default)]
+    pub(super) struct Faults {
+        /// The next record write stops after this many bytes and fails.
+        pub short_write: Option<usize>,
+        /// Every `set_len` fails.
+        pub set_len: bool,
+        /// Every creation of a journal file fails.
+        pub create: bool,
+        /// (generation, bytes) of each fsync.
+        pub synced: Vec<(u64, u64)>,
+    }
+
+    impl Journal {
+        pub(super) fn faults(&self) -> MutexGuard<'_, Faults> {
+            self.faults.lock().unwrap()
+        }
+    }
+
+    fn files(d: &TestDir) -> Vec<u64> {
+        generations(&d.join("."), "t.db-audit-").unwrap()
+    }
+
+    /// A write that fails halfway and whose cut-back fails too must not
+    /// leave a torn record in front of later acknowledged rows: the next
+    /// append retries the cut, and while the cut keeps failing appends are
+    /// refused (not acknowledged) until the file is taken.
+    #[test]
+    fn a_failed_cut_does_not_hide_later_rows() {
+        let d = dir("cut");
+        let db = d.join("t.db");
+        let (j, _) = Journal::open(&db, 0).unwrap();
+        j.append(row("ann", 1)).unwrap();
+        j.faults().short_write = Some(7);
+        j.faults().set_len = true;
+        assert!(j.append(row("ann", 2)).is_err());
+        // The disk recovers: the next row is acknowledged after the cut.
+        j.faults().set_len = false;
+        j.append(row("ann", 3)).unwrap();
+        // It fails again and stays failing: nothing is acknowledged until
+        // the file is taken, then rows go to the new file.
+        j.faults().short_write = Some(9);
+        j.faults().set_len = true;
+        assert!(j.append(row("ann", 4)).is_err());
+        assert!(j.append(row("ann", 5)).is_err());
+        let batch = j.take().unwrap().unwrap();
+        let got: Vec<_> = batch.rows.iter().map(key).collect();
+        assert_eq!(got, vec![key(&row("ann", 1)), key(&row("ann", 3))]);
+        j.append(row("ann", 6)).unwrap();
+        drop(j);
+        // What a restart replays is exactly what was acknowledged.
+        let (_j, left) = Journal::open(&db, 0).unwrap();
+        let got: Vec<Vec<_>> = left
+            .iter()
+            .map(|b| b.rows.iter().map(key).collect())
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                vec![key(&row("ann", 1)), key(&row("ann", 3))],
+                vec![key(&row("ann", 6))]
+            ]
+        );
+    }
+
+    /// While the database refuses the flushes, the journal does not grow a
+    /// file per flush, and every failed flush leaves the journaled rows
+    /// fsynced; once the database accepts again, one flush commits all.
+    #[test]
+    fn failing_flushes_keep_two_files_and_fsync_each_time() {
+        let d = dir("failing");
+        let store = Store::open(&d.join("t.db")).unwrap();
+        store.put_keys("ann", "00", b"pk", None).unwrap();
+        let j = &store.journal;
+        let synced_all = || {
+            let a = j.active().unwrap();
+            let want = (a.generation, a.len);
+            drop(a);
+            j.faults().synced.last() == Some(&want)
+        };
+        store
+            .lock()
+            .unwrap()
+            .execute_batch("PRAGMA query_only=ON")
+            .unwrap();
+        for ts in 1..=5 {
+            j.append(row("ann", ts)).unwrap();
+            assert!(store.flush_audit().is_err());
+            assert!(synced_all(), "flush {ts}: journaled rows not fsynced");
+        }
+        assert_eq!(files(&d).len(), 2, "journal files: {:?}", files(&d));
+        // A journal file that cannot be created fails the flush too.
+        store
+            .lock()
+            .unwrap()
+            .execute_batch("PRAGMA query_only=OFF")
+            .unwrap();
+        assert_eq!(store.flush_audit().unwrap(), 5);
+        j.faults().create = true;
+        for ts in 6..=8 {
+            j.append(row("ann", ts)).unwrap();
+            assert!(store.flush_audit().is_err());
+            assert!(synced_all(), "flush {ts}: journaled rows not fsynced");
+        }
+        assert_eq!(files(&d).len(), 1, "journal files: {:?}", files(&d));
+        j.faults().create = false;
+        assert_eq!(store.flush_audit().unwrap(), 3);
+        assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 8);
+        assert_eq!(files(&d).len(), 1);
+    }
 
     fn row(user: &str, ts: i64) -> AuditRow {
         AuditRow {
