@@ -22,4 +22,5 @@ pub use client::Scores;
 pub use identify::{Erasure, Gallery, Identifier, Match};
 pub use quantize::{max_scale, Quantizer, DIMENSIONS};
 pub use reply::ScoreReply;
+pub use reply_wire::max_len;
 pub use verify::{Verifier, DECIDER_FLOOD_BITS};

@@ -29,6 +29,23 @@ impl ScoreReply {
     }
 }
 
+/// The length in bytes of the largest valid object of `kind` for `params`
+/// (unseeded, at its largest size or count; a score reply at the smallest
+/// dimension): a receiver may refuse a longer input before reading it. Here
+/// rather than on [`ObjectKind`] because the score reply is this layer's.
+pub fn max_len(kind: ObjectKind, params: &Params) -> u64 {
+    use crate::bfv::{Ciphertext, GaloisKeys, Plaintext, PublicKey, RelinKey, SecretKey};
+    match kind {
+        ObjectKind::SecretKey => SecretKey::max_len(params),
+        ObjectKind::PublicKey => PublicKey::max_len(params),
+        ObjectKind::RelinKey => RelinKey::max_len(params),
+        ObjectKind::GaloisKeys => GaloisKeys::max_len(params),
+        ObjectKind::Plaintext => Plaintext::max_len(params),
+        ObjectKind::Ciphertext => Ciphertext::max_len(params),
+        ObjectKind::ScoreReply => ScoreReply::max_len(params),
+    }
+}
+
 impl WireObject for ScoreReply {
     const KIND: ObjectKind = ObjectKind::ScoreReply;
 

@@ -351,8 +351,8 @@ suite_test! {
         over[HEADER_LEN..].copy_from_slice(&(max as u32 + 1).to_le_bytes());
         over.resize(HEADER_LEN + 4 + (max as usize + 1) * key_len, 0);
         assert_eq!(err(over), FormatError::CountOutOfRange { what: "Galois keys", count: max + 1, max });
-        // The largest valid set is what ObjectKind::max_len says.
-        assert_eq!(ObjectKind::GaloisKeys.max_len(&params),
+        // The largest valid set is what matching::max_len says.
+        assert_eq!(blindmatch::matching::max_len(ObjectKind::GaloisKeys, &params),
                    (HEADER_LEN + 4) as u64 + max * (gk.to_bytes_expanded().len() - HEADER_LEN - 4) as u64 / 2);
         // Nor can a larger set be made (refused before any key is generated).
         let too_many: Vec<i32> = (1..=MAX_GALOIS_KEYS as i32).collect();
@@ -380,7 +380,7 @@ suite_test! {
     }
 }
 
-// `ObjectKind::max_len` is the length of the largest valid object of each
+// `matching::max_len` is the length of the largest valid object of each
 // kind (what a receiver may refuse an input over, unread).
 suite_test! {
     fn max_len_is_the_largest_valid_object() {
@@ -392,7 +392,7 @@ suite_test! {
         let pt = Plaintext::from_coeffs(&params, &[1]).unwrap();
         let ct = sk.encrypt_with(&pt, &mut prng).unwrap();
         let product = Evaluator::new(&params).multiply(&ct, &ct).unwrap();
-        let len = |k: ObjectKind| k.max_len(&params) as usize;
+        let len = |k: ObjectKind| blindmatch::matching::max_len(k, &params) as usize;
         assert_eq!(len(ObjectKind::SecretKey), sk.to_bytes().len());
         assert_eq!(len(ObjectKind::PublicKey), pk.to_bytes_expanded().len());
         assert_eq!(len(ObjectKind::RelinKey), rk.to_bytes_expanded().len());

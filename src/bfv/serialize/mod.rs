@@ -79,22 +79,6 @@ impl ObjectKind {
             found: kind,
         })
     }
-
-    /// The length in bytes of the largest valid object of this kind for
-    /// `params` (unseeded, at its largest size or count): a receiver may
-    /// refuse a longer input before reading it.
-    pub fn max_len(self, params: &Params) -> u64 {
-        use crate::bfv::{Ciphertext, GaloisKeys, Plaintext, PublicKey, RelinKey, SecretKey};
-        match self {
-            Self::SecretKey => SecretKey::max_len(params),
-            Self::PublicKey => PublicKey::max_len(params),
-            Self::RelinKey => RelinKey::max_len(params),
-            Self::GaloisKeys => GaloisKeys::max_len(params),
-            Self::Plaintext => Plaintext::max_len(params),
-            Self::Ciphertext => Ciphertext::max_len(params),
-            Self::ScoreReply => crate::matching::ScoreReply::max_len(params),
-        }
-    }
 }
 
 /// An object with a wire form (docs/FORMAT.md): what code that handles
