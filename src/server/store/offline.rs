@@ -33,6 +33,8 @@ pub enum OfflineError {
     OutputExists,
     #[error("not a blindmatch database (no schema_version table)")]
     NotBlindmatch,
+    #[error("database schema {found} is older than this build's {supported}: serve it once to migrate it")]
+    OldSchema { found: i64, supported: i64 },
     #[error(transparent)]
     Sql(#[from] rusqlite::Error),
     #[error("{0}")]
@@ -162,6 +164,14 @@ pub fn audit_log(
     let journaled = journal::journaled(db)?;
     let mut c = open_read_only(db)?;
     let tx = c.transaction()?;
+    let found: i64 = tx.query_row("SELECT version FROM schema_version", [], |r| r.get(0))?;
+    if found < super::SCHEMA_VERSION {
+        // Rows were by name before schema 6.
+        return Err(OfflineError::OldSchema {
+            found,
+            supported: super::SCHEMA_VERSION,
+        });
+    }
     let applied = applied_generation(&tx)?;
     let limit_sql = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut out: Vec<AuditEntry> = {
