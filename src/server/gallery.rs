@@ -70,7 +70,7 @@ fn poisoned() -> ApiError {
     ApiError::new(ErrorCode::Internal, "gallery lock poisoned")
 }
 
-/// Stored rows parsed at once when loading (on the rayon pool): a few
+/// Stored rows parsed at once when loading (in parallel): a few
 /// megabytes, whatever the gallery's size.
 pub const LOAD_CHUNK: usize = 32;
 
