@@ -206,6 +206,17 @@ impl<D> RnsPoly<D> {
         self.data.truncate(k * self.n);
     }
 
+    /// Moves the residues to a buffer without the room of limbs dropped by
+    /// [`RnsPoly::truncate_limbs`], for a polynomial kept long (shrinking in
+    /// place would leave that room as a hole in the heap).
+    pub(crate) fn shrink_to_fit(&mut self) {
+        if self.data.capacity() > self.data.len() {
+            let mut tight = Vec::with_capacity(self.data.len());
+            tight.extend_from_slice(&self.data);
+            pool::give(std::mem::replace(&mut self.data, tight));
+        }
+    }
+
     /// `self += other` limb by limb.
     pub fn add_assign(&mut self, other: &Self, plans: &[NttPlan]) {
         for (i, p) in plans.iter().enumerate().take(self.limbs()) {

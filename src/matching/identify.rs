@@ -163,7 +163,7 @@ impl Gallery {
         // fresh ciphertext keeps ample budget for one plaintext product
         // there (tests/suite/matching.rs checks exact scores on extreme
         // inputs).
-        let ct = self.ev.mod_switch_to(&ct, self.stored_level)?;
+        let ct = stored(self.ev.mod_switch_to(&ct, self.stored_level)?);
         let first = self.cts.len() * max;
         self.cts.push(ct);
         self.counts.push(count);
@@ -240,7 +240,7 @@ impl Gallery {
         if self.erased[e.position] != e.erased & !(1 << k) {
             return Err(MatchError::StaleErasure { index: e.index });
         }
-        self.cts[e.position] = self.ev.mod_switch_to(&e.ct, self.stored_level)?;
+        self.cts[e.position] = stored(self.ev.mod_switch_to(&e.ct, self.stored_level)?);
         self.erased[e.position] = e.erased;
         Ok(())
     }
@@ -271,6 +271,15 @@ impl Gallery {
     pub fn stored(&self) -> &[Ciphertext] {
         &self.cts
     }
+}
+
+/// A switched-down ciphertext as the gallery keeps it: its polynomials
+/// hold no room for the primes switching dropped (half again the memory).
+fn stored(mut ct: Ciphertext) -> Ciphertext {
+    for p in &mut ct.polys {
+        p.shrink_to_fit();
+    }
+    ct
 }
 
 /// Primes a gallery ciphertext keeps: all but one.

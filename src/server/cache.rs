@@ -13,6 +13,8 @@ use crate::bfv::{PreparedCiphertext, PublicKey, RelinKey};
 
 /// A user's objects, parsed.
 pub struct Loaded {
+    /// The user's id (its verifications' audit rows belong to it).
+    pub user_id: i64,
     pub pk: PublicKey,
     pub rk: Option<RelinKey>,
     /// The template with its part of the multiplication precomputed.

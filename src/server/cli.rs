@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use super::api::Quotas;
 use super::{admin, bench, serve};
 
 /// `blindmatch-server`: encrypted face matching over HTTP.
@@ -68,8 +69,41 @@ pub struct ServeArgs {
     pub service_key: Option<PathBuf>,
     /// Remove audit rows older than this many days (at start, then hourly;
     /// 0 keeps them all).
-    #[arg(long, env = "BLINDMATCH_AUDIT_RETENTION_DAYS", default_value_t = 0)]
+    #[arg(long, env = "BLINDMATCH_AUDIT_RETENTION_DAYS", default_value_t = 90)]
     pub audit_retention_days: u32,
+    /// Registered users at most (a new one past it: 409 `quota_reached`).
+    #[arg(long, env = "BLINDMATCH_MAX_USERS", default_value_t = Quotas::DEFAULT.users)]
+    pub max_users: usize,
+    /// 1:N galleries at most.
+    #[arg(long, env = "BLINDMATCH_MAX_GALLERIES", default_value_t = Quotas::DEFAULT.galleries)]
+    pub max_galleries: usize,
+    /// Templates in one gallery at most (erased ones included).
+    #[arg(
+        long,
+        env = "BLINDMATCH_MAX_GALLERY_TEMPLATES",
+        default_value_t = Quotas::DEFAULT.gallery_templates
+    )]
+    pub max_gallery_templates: usize,
+    /// Memory of all galleries at most, in bytes (64 KiB per ciphertext of
+    /// up to 32 templates).
+    #[arg(
+        long,
+        env = "BLINDMATCH_MAX_GALLERY_BYTES",
+        default_value_t = Quotas::DEFAULT.gallery_bytes
+    )]
+    pub max_gallery_bytes: usize,
+}
+
+impl ServeArgs {
+    /// The quotas the flags set.
+    pub fn quotas(&self) -> Quotas {
+        Quotas {
+            users: self.max_users,
+            galleries: self.max_galleries,
+            gallery_templates: self.max_gallery_templates,
+            gallery_bytes: self.max_gallery_bytes,
+        }
+    }
 }
 
 /// `keygen` flags.

@@ -1,28 +1,62 @@
-//! 1:N galleries in memory, loaded from the store at start-up and appended
-//! to (store first, then memory) under one lock per server.
+//! 1:N galleries in memory, loaded from the store at start-up (row by row)
+//! and appended to (store first, then memory), one mutation at a time.
 //!
 //! A gallery ciphertext's row in the store is numbered by its position in
-//! memory (`seq` = position), assigned under that lock, so the two never
-//! drift apart and an erasure addresses the row of the ciphertext it
+//! memory (`seq` = position), assigned under the mutation lock, so the two
+//! never drift apart and an erasure addresses the row of the ciphertext it
 //! rewrote. Callers run each mutation as a task of its own (see
 //! `api::state::to_completion`): a dropped request cannot stop one between
 //! its store write and its memory update.
+//!
+//! Each gallery has a lock of its own, which a scan (an identification)
+//! holds for reading; the map of galleries is locked only to find or add
+//! one. The counts of every gallery are kept beside them, updated with each
+//! mutation: `/metrics`, the listings and the quotas read those, never
+//! waiting on a scan or on a mutation waiting for one.
 
-use std::collections::HashMap;
-use std::sync::RwLock;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+
+use rayon::prelude::*;
 
 use crate::bfv::{Ciphertext, Params, PublicKey, SecretKey};
 use crate::matching::{pack, Gallery};
 
+use super::api::state::Quotas;
 use super::api::{ApiError, ErrorCode};
-use super::store::{GalleryRow, StoreError};
+use super::store::{GalleryRowRef, StoreError};
+
+/// A gallery's counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub ciphertexts: usize,
+    /// Templates that can match (erased ones not counted).
+    pub templates: usize,
+    pub erased: usize,
+    /// Bytes of residues in memory.
+    pub memory_bytes: usize,
+}
+
+impl Counts {
+    fn of(g: &Gallery) -> Self {
+        Self {
+            ciphertexts: g.ciphertexts(),
+            templates: g.len(),
+            erased: g.erased(),
+            memory_bytes: g.memory_bytes(),
+        }
+    }
+}
 
 /// Every gallery, by name.
 pub struct Galleries {
     params: Params,
     dim: usize,
-    map: RwLock<HashMap<String, Gallery>>,
-    /// Serializes appends (the store write and the push).
+    quotas: Quotas,
+    map: RwLock<HashMap<String, Arc<RwLock<Gallery>>>>,
+    /// The counts of each gallery, by name.
+    counts: Mutex<BTreeMap<String, Counts>>,
+    /// Serializes mutations (the store write and the memory update).
     append_lock: tokio::sync::Mutex<()>,
 }
 
@@ -36,50 +70,93 @@ fn poisoned() -> ApiError {
     ApiError::new(ErrorCode::Internal, "gallery lock poisoned")
 }
 
+/// Stored rows parsed at once when loading (in parallel): a few
+/// megabytes, whatever the gallery's size.
+pub const LOAD_CHUNK: usize = 32;
+
 impl Galleries {
-    /// Galleries rebuilt from stored rows (in gallery, sequence order).
-    pub fn load(params: &Params, dim: usize, rows: Vec<GalleryRow>) -> Result<Self, String> {
-        let mut map: HashMap<String, Gallery> = HashMap::new();
-        for row in rows {
-            let ct = Ciphertext::from_bytes(params, &row.ciphertext)
-                .map_err(|e| format!("gallery {} #{}: {e}", row.gallery, row.seq))?;
-            let g = match map.entry(row.gallery.clone()) {
-                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(Gallery::new(params, dim).map_err(|e| e.to_string())?)
-                }
-            };
-            g.restore(ct, row.count as usize, row.erased)
-                .map_err(|e| format!("gallery {} #{}: {e}", row.gallery, row.seq))?;
-        }
-        Ok(Self {
+    /// No gallery yet; `quotas` bound what appends may add.
+    pub fn new(params: &Params, dim: usize, quotas: Quotas) -> Self {
+        Self {
             params: params.clone(),
             dim,
-            map: RwLock::new(map),
+            quotas,
+            map: RwLock::new(HashMap::new()),
+            counts: Mutex::new(BTreeMap::new()),
             append_lock: tokio::sync::Mutex::new(()),
-        })
+        }
     }
 
-    /// `f(name, gallery)` for every gallery, in name order (read-locked).
-    pub fn list<T>(&self, f: impl Fn(&str, &Gallery) -> T) -> Result<Vec<T>, ApiError> {
-        let map = self.map.read().map_err(|_| poisoned())?;
-        let mut names: Vec<&String> = map.keys().collect();
-        names.sort();
-        Ok(names.into_iter().map(|n| f(n, &map[n])).collect())
+    /// A loader of the stored rows, at start-up (see [`Loader`]).
+    pub fn loader(&self) -> Loader<'_> {
+        Loader {
+            galleries: self,
+            bytes: Vec::new(),
+            rows: Vec::with_capacity(LOAD_CHUNK),
+        }
+    }
+
+    /// Every gallery's counts, in name order.
+    pub fn list(&self) -> Result<Vec<(String, Counts)>, ApiError> {
+        let counts = self.counts.lock().map_err(|_| poisoned())?;
+        Ok(counts.iter().map(|(k, v)| (k.clone(), *v)).collect())
+    }
+
+    /// A gallery's counts.
+    pub fn counts(&self, gallery: &str) -> Result<Counts, ApiError> {
+        let counts = self.counts.lock().map_err(|_| poisoned())?;
+        counts.get(gallery).copied().ok_or_else(unknown_gallery)
     }
 
     /// Number of galleries and of templates in all of them.
     pub fn stats(&self) -> (usize, usize) {
-        self.map
-            .read()
-            .map(|m| (m.len(), m.values().map(Gallery::len).sum()))
+        self.counts
+            .lock()
+            .map(|c| (c.len(), c.values().map(|v| v.templates).sum()))
             .unwrap_or((0, 0))
+    }
+
+    /// The gallery's lock (the map locked only to look it up).
+    fn get(&self, gallery: &str) -> Result<Arc<RwLock<Gallery>>, ApiError> {
+        let map = self.map.read().map_err(|_| poisoned())?;
+        map.get(gallery).cloned().ok_or_else(unknown_gallery)
+    }
+
+    /// Refuses an append of one ciphertext of `count` templates (taking
+    /// `bytes` of memory) that would pass a quota.
+    fn check_quotas(&self, gallery: &str, count: usize, bytes: usize) -> Result<Counts, ApiError> {
+        let counts = self.counts.lock().map_err(|_| poisoned())?;
+        let q = &self.quotas;
+        let cur = counts.get(gallery).copied();
+        if cur.is_none() && counts.len() >= q.galleries {
+            return Err(ApiError::quota(format!(
+                "the server holds its maximum of {} galleries (--max-galleries)",
+                q.galleries
+            )));
+        }
+        let cur = cur.unwrap_or_default();
+        let held = cur.templates + cur.erased;
+        if held + count > q.gallery_templates {
+            return Err(ApiError::quota(format!(
+                "gallery {gallery} holds {held} templates; {count} more would pass the maximum of {} (--max-gallery-templates)",
+                q.gallery_templates
+            )));
+        }
+        let memory: usize = counts.values().map(|c| c.memory_bytes).sum();
+        if memory + bytes > q.gallery_bytes {
+            return Err(ApiError::quota(format!(
+                "the galleries hold {memory} bytes in memory; {bytes} more would pass the maximum of {} (--max-gallery-bytes)",
+                q.gallery_bytes
+            )));
+        }
+        Ok(cur)
     }
 
     /// Appends a ciphertext of `count` templates: `write(seq)` stores it as
     /// row `seq` (its position in the gallery, on the blocking pool), then
     /// it joins the in-memory gallery at that position. Returns the index of
-    /// its first template and the gallery's template count.
+    /// its first template and the gallery's template count. A ciphertext
+    /// that would pass a quota is refused before anything is written.
     pub async fn append<F>(
         &self,
         gallery: &str,
@@ -93,34 +170,48 @@ impl Galleries {
         let _guard = self.append_lock.lock().await;
         // Validate against a scratch gallery first, so nothing is stored for
         // a ciphertext the gallery would refuse.
-        Gallery::new(&self.params, self.dim)?.push(ct.clone(), count as usize)?;
-        // Appends and erasures hold the lock: nothing moves the count
-        // between here and the push.
-        let seq = {
-            let map = self.map.read().map_err(|_| poisoned())?;
-            map.get(gallery).map_or(0, Gallery::ciphertexts) as i64
-        };
+        let mut scratch = Gallery::new(&self.params, self.dim)?;
+        scratch.push(ct.clone(), count as usize)?;
+        // Mutations hold the lock: nothing moves the counts between here
+        // and the push.
+        let cur = self.check_quotas(gallery, count as usize, scratch.memory_bytes())?;
+        let seq = cur.ciphertexts as i64;
         tokio::task::spawn_blocking(move || write(seq))
             .await
             .map_err(|_| poisoned())??;
-        // The write lock waits for running identifications (which hold the
-        // read lock on matching threads): not on an I/O thread's time.
+        // The gallery's write lock waits for running identifications of it
+        // (which hold its read lock on matching threads): not on an I/O
+        // thread's time.
         tokio::task::block_in_place(|| {
-            let mut map = self.map.write().map_err(|_| poisoned())?;
-            let g = match map.entry(gallery.to_string()) {
-                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(Gallery::new(&self.params, self.dim)?)
+            let g = {
+                let mut map = self.map.write().map_err(|_| poisoned())?;
+                match map.get(gallery) {
+                    Some(g) => g.clone(),
+                    None => {
+                        let g = Arc::new(RwLock::new(Gallery::new(&self.params, self.dim)?));
+                        map.insert(gallery.to_string(), g.clone());
+                        g
+                    }
                 }
             };
+            let mut g = g.write().map_err(|_| poisoned())?;
             debug_assert_eq!(g.ciphertexts() as i64, seq);
             let first = g.push(ct, count as usize)?;
             debug_assert_eq!(
                 first % pack::templates_per_ciphertext(&self.params, self.dim),
                 0
             );
+            self.set_counts(gallery, Counts::of(&g))?;
             Ok((first, g.len()))
         })
+    }
+
+    fn set_counts(&self, gallery: &str, counts: Counts) -> Result<(), ApiError> {
+        self.counts
+            .lock()
+            .map_err(|_| poisoned())?
+            .insert(gallery.to_string(), counts);
+        Ok(())
     }
 
     /// Erases template `index` of a gallery (see [`Gallery::erase`]):
@@ -159,9 +250,10 @@ impl Galleries {
             ));
         }
         tokio::task::block_in_place(|| {
-            let mut map = self.map.write().map_err(|_| poisoned())?;
-            let g = map.get_mut(gallery).ok_or_else(unknown_gallery)?;
+            let g = self.get(gallery)?;
+            let mut g = g.write().map_err(|_| poisoned())?;
             g.apply(erasure)?;
+            self.set_counts(gallery, Counts::of(&g))?;
             Ok(g.len())
         })
     }
@@ -173,25 +265,112 @@ impl Galleries {
         F: FnOnce() -> Result<bool, StoreError> + Send + 'static,
     {
         let _guard = self.append_lock.lock().await;
-        self.with(gallery, |_| Ok(()))?;
+        self.counts(gallery)?;
         tokio::task::spawn_blocking(delete)
             .await
             .map_err(|_| poisoned())??;
-        tokio::task::block_in_place(|| {
-            self.map.write().map_err(|_| poisoned())?.remove(gallery);
-            Ok(())
-        })
+        self.map.write().map_err(|_| poisoned())?.remove(gallery);
+        self.counts.lock().map_err(|_| poisoned())?.remove(gallery);
+        Ok(())
     }
 
-    /// Runs `f` on a gallery (read-locked).
+    /// Runs `f` on a gallery (read-locked: a scan).
     pub fn with<T>(
         &self,
         gallery: &str,
         f: impl FnOnce(&Gallery) -> Result<T, ApiError>,
     ) -> Result<T, ApiError> {
-        let map = self.map.read().map_err(|_| poisoned())?;
-        let g = map.get(gallery).ok_or_else(unknown_gallery)?;
-        f(g)
+        let g = self.get(gallery)?;
+        let g = g.read().map_err(|_| poisoned())?;
+        f(&g)
+    }
+}
+
+/// Loads stored rows (in gallery, sequence order) into the galleries at
+/// start-up: each row's bytes are copied into one buffer reused for every
+/// chunk of [`LOAD_CHUNK`] rows, which are parsed in parallel (on the rayon
+/// pool) and pushed in order. Memory holds the parsed galleries and one
+/// chunk, nothing per row besides. Quotas do not apply (what is stored is
+/// served).
+pub struct Loader<'a> {
+    galleries: &'a Galleries,
+    bytes: Vec<u8>,
+    rows: Vec<Loading>,
+}
+
+impl std::fmt::Debug for Loader<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Loader {{ rows: {} }}", self.rows.len())
+    }
+}
+
+/// A row of the chunk being loaded; its bytes are `bytes[at]`.
+struct Loading {
+    gallery: String,
+    seq: i64,
+    count: u32,
+    erased: u64,
+    at: std::ops::Range<usize>,
+}
+
+impl Loader<'_> {
+    /// Adds one stored row (loaded once its chunk is full).
+    pub fn add(&mut self, row: GalleryRowRef<'_>) -> Result<(), String> {
+        if self.bytes.capacity() == 0 {
+            self.bytes.reserve_exact(LOAD_CHUNK * row.ciphertext.len());
+        }
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(row.ciphertext);
+        self.rows.push(Loading {
+            gallery: row.gallery.to_string(),
+            seq: row.seq,
+            count: row.count,
+            erased: row.erased,
+            at: start..self.bytes.len(),
+        });
+        if self.rows.len() == LOAD_CHUNK {
+            self.load_chunk()?;
+        }
+        Ok(())
+    }
+
+    /// Loads the rows added since the last full chunk.
+    pub fn finish(mut self) -> Result<(), String> {
+        self.load_chunk()
+    }
+
+    fn load_chunk(&mut self) -> Result<(), String> {
+        let gs = self.galleries;
+        let what = |r: &Loading, e: &dyn std::fmt::Display| {
+            format!("gallery {} #{}: {e}", r.gallery, r.seq)
+        };
+        let bytes = &self.bytes;
+        let parsed: Vec<Ciphertext> = self
+            .rows
+            .par_iter()
+            .map(|r| {
+                Ciphertext::from_bytes(&gs.params, &bytes[r.at.clone()]).map_err(|e| what(r, &e))
+            })
+            .collect::<Result<_, String>>()?;
+        let mut map = gs.map.write().map_err(|_| "gallery lock poisoned")?;
+        let mut counts = gs.counts.lock().map_err(|_| "gallery lock poisoned")?;
+        for (r, ct) in self.rows.drain(..).zip(parsed) {
+            let g = match map.get(&r.gallery) {
+                Some(g) => g.clone(),
+                None => {
+                    let g = Gallery::new(&gs.params, gs.dim).map_err(|e| e.to_string())?;
+                    let g = Arc::new(RwLock::new(g));
+                    map.insert(r.gallery.clone(), g.clone());
+                    g
+                }
+            };
+            let mut g = g.write().map_err(|_| "gallery lock poisoned")?;
+            g.restore(ct, r.count as usize, r.erased)
+                .map_err(|e| what(&r, &e))?;
+            counts.insert(r.gallery, Counts::of(&g));
+        }
+        self.bytes.clear();
+        Ok(())
     }
 }
 

@@ -38,7 +38,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     }
     let store = Arc::new(Store::open(&args.db).map_err(|e| format!("{}: {e}", args.db.display()))?);
     let service = match &args.service_key {
-        Some(path) => Some(Arc::new(load_service(path, &params, args.dim, &store)?)),
+        Some(path) => Some(Arc::new(load_service(path, &params, &args, &store)?)),
         None => None,
     };
     let pool = rayon::ThreadPoolBuilder::new()
@@ -56,6 +56,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         audit,
         cache: cache::UserCache::new(args.cache_users),
         limits: Limits::new(&params),
+        quotas: args.quotas(),
         params,
         dim: args.dim,
         verifier,
@@ -127,16 +128,23 @@ async fn shutdown_signal() {
 fn load_service(
     path: &Path,
     params: &Params,
-    dim: usize,
+    args: &ServeArgs,
     store: &Store,
 ) -> Result<api::Service, String> {
+    let dim = args.dim;
     let mut bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let sk = SecretKey::from_bytes(params, &bytes);
     zeroize::Zeroize::zeroize(&mut bytes);
     let sk = sk.map_err(|e| format!("{}: {e}", path.display()))?;
     let pk = PublicKey::new(&sk).map_err(|e| e.to_string())?;
-    let rows = store.gallery_rows().map_err(|e| e.to_string())?;
-    let galleries = gallery::Galleries::load(params, dim, rows)?;
+    // Row by row, a chunk parsed at a time (see `gallery::Loader`): the
+    // stored gallery is never in memory beside the parsed one.
+    let galleries = gallery::Galleries::new(params, dim, args.quotas());
+    let mut loader = galleries.loader();
+    store
+        .for_each_gallery_row(|row| loader.add(row))
+        .map_err(|e| e.to_string())??;
+    loader.finish()?;
     let (g, t) = galleries.stats();
     tracing::info!(galleries = g, templates = t, "1:N galleries loaded");
     Ok(api::Service {

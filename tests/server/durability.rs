@@ -88,7 +88,7 @@ fn backup_while_serving_restores_to_a_working_server() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(
-        said.contains("schema 5, 1 users, 0 gallery ciphertexts"),
+        said.contains("schema 6, 1 users, 0 gallery ciphertexts"),
         "{said}"
     );
     // Refused, with the copy left as it was: an existing output file, a
@@ -206,17 +206,8 @@ fn audit_retention_removes_old_rows_only() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis() as i64;
-    {
-        let c = rusqlite::Connection::open(&db).unwrap();
-        for (age, n) in [(40, 3), (20, 2)] {
-            for _ in 0..n {
-                c.execute(
-                    "INSERT INTO audit (user, ts, outcome, duration_us) VALUES ('ann', ?1, 'ok', 1)",
-                    [now - age * day_ms],
-                )
-                .unwrap();
-            }
-        }
+    for (age, n) in [(40, 3), (20, 2)] {
+        crate::growth::insert_audit_rows(&db, "ann", &vec![now - age * day_ms; n]);
     }
     assert_eq!(count_rows(&db, "SELECT count(*) FROM audit"), committed + 5);
     let srv = Server::start(&dir, &["--audit-retention-days", "30"]);

@@ -94,6 +94,13 @@ fn one_to_one_flow_with_exact_scores() {
         assert_eq!(info["verifications"], 3);
         assert_eq!(info["relin_key_bytes"].is_null(), !with_rk);
     }
+    // In the database once the flusher thread has run (every 0.1 s; user
+    // reads count journaled rows without flushing).
+    let start = Instant::now();
+    while count_rows(&db, "SELECT count(*) FROM audit WHERE outcome = 'ok'") < 6 {
+        assert!(start.elapsed() < Duration::from_secs(10), "never flushed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert_eq!(
         count_rows(&db, "SELECT count(*) FROM audit WHERE outcome = 'ok'"),
         6

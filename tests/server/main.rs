@@ -15,4 +15,7 @@ mod durability;
 mod errors;
 mod flows;
 mod gallery;
+mod growth;
 mod load;
+mod namesake;
+mod quotas;

@@ -47,6 +47,8 @@ pub enum ErrorCode {
     MethodNotAllowed,
     /// Keys are already registered for the user.
     UserExists,
+    /// The request would take the server past one of its quotas.
+    QuotaReached,
     /// A body over its route's limit.
     BodyTooLarge,
     /// An object made for other parameters.
@@ -65,7 +67,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 27] = [
         Self::BadName,
         Self::Truncated,
         Self::Malformed,
@@ -85,6 +87,7 @@ impl ErrorCode {
         Self::NotFound,
         Self::MethodNotAllowed,
         Self::UserExists,
+        Self::QuotaReached,
         Self::BodyTooLarge,
         Self::WrongParams,
         Self::Transparent,
@@ -116,6 +119,7 @@ impl ErrorCode {
             Self::NotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::UserExists => "user_exists",
+            Self::QuotaReached => "quota_reached",
             Self::BodyTooLarge => "body_too_large",
             Self::WrongParams => "wrong_params",
             Self::Transparent => "transparent",
@@ -147,7 +151,7 @@ impl ErrorCode {
             | Self::UnknownTemplate
             | Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Self::UserExists => StatusCode::CONFLICT,
+            Self::UserExists | Self::QuotaReached => StatusCode::CONFLICT,
             Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::WrongParams | Self::Transparent | Self::BadCiphertext => {
                 StatusCode::UNPROCESSABLE_ENTITY

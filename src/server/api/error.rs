@@ -93,6 +93,11 @@ impl ApiError {
         )
     }
 
+    /// A request over one of the server's quotas; `message` names its flag.
+    pub(crate) fn quota(message: String) -> Self {
+        Self::new(ErrorCode::QuotaReached, message)
+    }
+
     /// A failed write of an audit row (details in the log only).
     pub(super) fn audit(e: StoreError) -> Self {
         tracing::error!(error = %e, "audit");
@@ -108,6 +113,9 @@ impl From<StoreError> for ApiError {
                 ErrorCode::UserExists,
                 "keys are already registered for this user; DELETE the user first",
             ),
+            StoreError::TooManyUsers { max } => Self::quota(format!(
+                "the server holds its maximum of {max} users (--max-users)"
+            )),
             e => {
                 tracing::error!(error = %e, "store error");
                 Self::new(ErrorCode::Store, "database error")

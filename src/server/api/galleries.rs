@@ -14,7 +14,8 @@ use axum::{Json, Router};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
-use crate::matching::{pack, Gallery, Match};
+use crate::matching::{pack, Match};
+use crate::server::gallery::Counts;
 use crate::server::routes;
 
 use super::extract::{BinaryBody, CiphertextBody, GalleryName};
@@ -64,24 +65,18 @@ impl GalleryState {
         .await
     }
 
-    /// A gallery's counts and memory.
+    /// A gallery's counts and memory (read beside the gallery: never
+    /// waiting on a scan).
     fn info(&self, gallery: &str) -> ApiResult<GalleryInfo> {
         let per = pack::templates_per_ciphertext(&self.app.params, self.app.dim);
-        self.service.galleries.with(gallery, |g| {
-            let GalleryCounts {
-                ciphertexts,
-                erased,
-                gallery,
-                templates,
-            } = GalleryCounts::of(gallery, g);
-            Ok(GalleryInfo {
-                ciphertexts,
-                erased,
-                gallery,
-                memory_bytes: g.memory_bytes(),
-                templates,
-                templates_per_ciphertext: per,
-            })
+        let c = self.service.galleries.counts(gallery)?;
+        Ok(GalleryInfo {
+            ciphertexts: c.ciphertexts,
+            erased: c.erased,
+            gallery: gallery.to_string(),
+            memory_bytes: c.memory_bytes,
+            templates: c.templates,
+            templates_per_ciphertext: per,
         })
     }
 
@@ -232,12 +227,12 @@ struct GalleryCounts {
 }
 
 impl GalleryCounts {
-    fn of(name: &str, g: &Gallery) -> Self {
+    fn of(name: String, c: Counts) -> Self {
         Self {
-            ciphertexts: g.ciphertexts(),
-            erased: g.erased(),
-            gallery: name.to_string(),
-            templates: g.len(),
+            ciphertexts: c.ciphertexts,
+            erased: c.erased,
+            gallery: name,
+            templates: c.templates,
         }
     }
 }
@@ -249,7 +244,13 @@ struct GalleryList {
 
 /// `GET /v1/galleries`: every gallery with its counts, by name.
 async fn gallery_list(State(st): State<Arc<GalleryState>>) -> ApiResult<Json<GalleryList>> {
-    let galleries = st.service.galleries.list(GalleryCounts::of)?;
+    let galleries = st
+        .service
+        .galleries
+        .list()?
+        .into_iter()
+        .map(|(name, c)| GalleryCounts::of(name, c))
+        .collect();
     Ok(Json(GalleryList { galleries }))
 }
 

@@ -8,7 +8,7 @@
 //! thread (one `write`) and moved into the database by the audit flusher.
 //!
 //! * [`router`](mod@router): the routes and their layers.
-//! * [`state`]: [`AppState`], [`Service`], [`Limits`].
+//! * [`state`]: [`AppState`], [`Service`], [`Limits`], [`Quotas`].
 //! * [`error`]: [`ApiError`] and the conversions into it; [`code`]: the
 //!   [`ErrorCode`] of each (docs/API.md's error table).
 //! * [`extract`]: checked names and size-limited binary bodies.
@@ -35,7 +35,7 @@ pub use error::{ApiError, ApiResult};
 pub use extract::{check_name, MAX_NAME_LEN};
 pub use meta::params_description;
 pub use router::router;
-pub use state::{AppState, Limits, Service};
+pub use state::{AppState, Limits, Quotas, Service};
 pub use wire::{frame_keys, split_keys};
 
 /// The Content-Security-Policy sent with every response: same-origin

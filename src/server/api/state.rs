@@ -50,6 +50,35 @@ impl Limits {
     }
 }
 
+/// How much the server stores at most (`serve --max-*`): a request that
+/// would go past one is refused with 409 `quota_reached`, naming the flag.
+/// What a database already holds past a quota lowered since is kept and
+/// served.
+#[derive(Clone, Copy, Debug)]
+pub struct Quotas {
+    /// Registered users (`--max-users`).
+    pub users: usize,
+    /// Galleries (`--max-galleries`).
+    pub galleries: usize,
+    /// Templates in one gallery, erased ones included (`--max-gallery-templates`).
+    pub gallery_templates: usize,
+    /// Memory of all galleries' ciphertexts, in bytes (`--max-gallery-bytes`).
+    pub gallery_bytes: usize,
+}
+
+impl Quotas {
+    /// The defaults, for a 2-core machine with a few GB of memory: 10,000
+    /// users (about 2.6 GB of database with relinearization keys), 64
+    /// galleries, 524,288 templates in one gallery and 1 GiB of gallery
+    /// memory (as many templates, 16,384 ciphertexts of 64 KiB).
+    pub const DEFAULT: Self = Self {
+        users: 10_000,
+        galleries: 64,
+        gallery_templates: 524_288,
+        gallery_bytes: 1 << 30,
+    };
+}
+
 /// Shared state of the handlers.
 #[derive(Debug)]
 pub struct AppState {
@@ -68,6 +97,7 @@ pub struct AppState {
     /// per matching thread.
     pub slots: tokio::sync::Semaphore,
     pub limits: Limits,
+    pub quotas: Quotas,
     pub www: PathBuf,
     pub pkg: PathBuf,
     /// 1:N mode: the service key and the galleries (`serve --service-key`).

@@ -18,7 +18,7 @@ use crate::server::metrics::Metrics;
 use crate::server::routes::ROUTES;
 use crate::server::store::{AuditLog, Store};
 
-use super::{frame_keys, router, AppState, Limits, Service};
+use super::{frame_keys, router, AppState, Limits, Quotas, Service};
 
 /// A server's state over a fresh database in a directory of its own, 1:N
 /// off.
@@ -34,7 +34,7 @@ fn state_1ton(tag: &str) -> Arc<AppState> {
         pk: PublicKey::new(&sk).unwrap(),
         sk,
         identifier: Identifier::new(&params, 128).unwrap(),
-        galleries: Galleries::load(&params, 128, Vec::new()).unwrap(),
+        galleries: Galleries::new(&params, 128, Quotas::DEFAULT),
     };
     state_with(tag, Some(Arc::new(service)))
 }
@@ -50,6 +50,7 @@ fn state_with(tag: &str, service: Option<Arc<Service>>) -> Arc<AppState> {
         audit: AuditLog::start(store.clone(), None).unwrap(),
         cache: UserCache::new(4),
         limits: Limits::new(&params),
+        quotas: Quotas::DEFAULT,
         verifier: Verifier::new(&params, 128).unwrap(),
         params,
         dim: 128,

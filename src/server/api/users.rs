@@ -53,11 +53,12 @@ async fn register_keys(st: Arc<AppState>, user: String, body: Bytes) -> ApiResul
     })
     .await??;
     let params_id = st.params.id_hex();
+    let max_users = st.quotas.users;
     to_completion(async move {
         let u = user.clone();
         db(&st.store, move |s| {
             let (pk, rk) = split_keys(&body).expect("checked above");
-            s.put_keys(&u, &params_id, pk, rk)
+            s.put_keys(&u, &params_id, pk, rk, max_users)
         })
         .await?;
         st.cache.invalidate(&user);

@@ -149,12 +149,15 @@ async fn verify_user(st: &Arc<AppState>, user: String, probe: Bytes) -> ApiResul
             // `AuditLog`). Its time is storage time, not part of `match`.
             let audit = state
                 .audit
-                .record(AuditRow {
-                    user: audit_user,
-                    ts: now_millis(),
-                    outcome: "ok".into(),
-                    duration_us: total,
-                })
+                .record(
+                    AuditRow {
+                        user: audit_user,
+                        ts: now_millis(),
+                        outcome: "ok".into(),
+                        duration_us: total,
+                    },
+                    loaded.user_id,
+                )
                 .map_err(ApiError::audit)?;
             let audit_us = audit.as_micros() as u64;
             Ok((
@@ -198,6 +201,7 @@ fn parse_record(params: &Params, verifier: &Verifier, rec: UserRecord) -> ApiRes
         Ciphertext::from_bytes(params, &template).map_err(|e| ApiError::corrupt("template", e))?;
     let template = verifier.prepare_template(&template)?;
     Ok(Loaded {
+        user_id: rec.id,
         pk,
         rk,
         template,

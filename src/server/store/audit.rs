@@ -5,6 +5,7 @@
 pub mod journal;
 
 use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,11 +36,50 @@ pub const AUDIT_PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
 /// held long.
 pub(super) const PRUNE_CHUNK: i64 = 10_000;
 
+/// Audit rows removed per transaction when a user is deleted (a few
+/// milliseconds of the store each, with `secure_delete`).
+pub(super) const DELETE_CHUNK: i64 = 1_000;
+
+/// The user ids of the rows journaled and not yet committed, in the
+/// journal's order, and how many each user has: a flush commits a batch's
+/// rows under the ids they were recorded for, and a user read counts a
+/// user's journaled rows without flushing.
+#[derive(Debug, Default)]
+pub(crate) struct Pending {
+    ids: VecDeque<i64>,
+    by_user: HashMap<i64, usize>,
+}
+
+impl Pending {
+    fn push(&mut self, id: i64) {
+        self.ids.push_back(id);
+        *self.by_user.entry(id).or_default() += 1;
+    }
+
+    /// Forgets the oldest `n` rows (committed).
+    fn pop(&mut self, n: usize) {
+        for id in self.ids.drain(..n.min(self.ids.len())) {
+            if let Some(c) = self.by_user.get_mut(&id) {
+                *c -= 1;
+                if *c == 0 {
+                    self.by_user.remove(&id);
+                }
+            }
+        }
+    }
+
+    /// Journaled rows of user `id`.
+    pub(crate) fn count(&self, id: i64) -> usize {
+        self.by_user.get(&id).copied().unwrap_or(0)
+    }
+}
+
 /// The audit log: [`AuditLog::record`] appends a row to the store's journal
 /// (one `write`, on the calling thread), and a flusher thread moves the
 /// journaled rows into the database every [`AUDIT_FLUSH_INTERVAL`], in one
-/// transaction per batch (see [`Store::flush_audit`]). Reads of the audit
-/// table through the store flush first, so they see every recorded row.
+/// transaction per batch (see [`Store::flush_audit`]). A user read counts
+/// the committed rows and the journaled ones (by their user's id) without
+/// flushing, so it sees every recorded row.
 pub struct AuditLog {
     store: Arc<Store>,
 }
@@ -65,6 +105,11 @@ impl AuditLog {
                 // flush succeeds again (the rows stay journaled meanwhile).
                 let mut failing = false;
                 let mut pruned: Option<Instant> = None;
+                match flusher.remove_audit_of_deleted() {
+                    Ok(0) => {}
+                    Ok(rows) => tracing::info!(rows, "audit rows of deleted users removed"),
+                    Err(e) => tracing::error!(error = %e, "audit rows of deleted users"),
+                }
                 loop {
                     if let Some(keep) = retention {
                         if pruned.is_none_or(|t| t.elapsed() >= AUDIT_PRUNE_INTERVAL) {
@@ -99,16 +144,31 @@ impl AuditLog {
         Ok(Self { store })
     }
 
-    /// Journals `row`; once this returns `Ok` the row survives a crash of
-    /// the server. Returns how long the append took.
-    pub fn record(&self, row: AuditRow) -> Result<Duration, StoreError> {
+    /// Journals `row` of the user with id `user_id`; once this returns `Ok`
+    /// the row survives a crash of the server. Returns how long the append
+    /// took.
+    pub fn record(&self, row: AuditRow, user_id: i64) -> Result<Duration, StoreError> {
         let start = Instant::now();
-        self.store.journal.append(row)?;
+        self.store.journal_audit(row, user_id)?;
         Ok(start.elapsed())
     }
 }
 
 impl Store {
+    /// Appends `row` of user `user_id` to the journal, and its id to the
+    /// pending ids (under their lock, so both keep one order).
+    pub(crate) fn journal_audit(&self, row: AuditRow, user_id: i64) -> Result<(), StoreError> {
+        let mut pending = self.pending()?;
+        self.journal.append(row)?;
+        pending.push(user_id);
+        Ok(())
+    }
+
+    /// Journaled rows of user `id` not yet committed.
+    pub(super) fn journaled_rows_of(&self, id: i64) -> Result<usize, StoreError> {
+        Ok(self.pending()?.count(id))
+    }
+
     /// Moves the journaled audit rows into the database: the journal starts
     /// a new file, and the old file's rows are committed in one transaction
     /// (with `synchronous=FULL`, each only if its user still exists) that
@@ -156,17 +216,51 @@ impl Store {
     /// deletion here, the rows are zeroed in the file (`secure_delete`) and
     /// the WAL is truncated after.
     pub fn prune_audit(&self, before: i64) -> Result<usize, StoreError> {
+        self.delete_audit_chunked(PRUNE_CHUNK, |c| {
+            c.prepare_cached(
+                "DELETE FROM audit WHERE id IN
+                 (SELECT id FROM audit WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
+            )?
+            .execute(params![before, PRUNE_CHUNK])
+        })
+    }
+
+    /// Removes the audit rows of deleted users, [`DELETE_CHUNK`] per
+    /// transaction, the store free between them, then forgets the users.
+    /// Returns the rows removed.
+    pub(super) fn remove_audit_of_deleted(&self) -> Result<usize, StoreError> {
+        let ids: Vec<i64> = self.with(|c| {
+            let mut st = c.prepare("SELECT id FROM deleted_users")?;
+            let ids = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+            Ok(ids)
+        })?;
+        let mut total = 0;
+        for id in ids {
+            total += self.delete_audit_chunked(DELETE_CHUNK, |c| {
+                c.prepare_cached(
+                    "DELETE FROM audit WHERE id IN
+                     (SELECT id FROM audit WHERE user_id = ?1 LIMIT ?2)",
+                )?
+                .execute(params![id, DELETE_CHUNK])
+            })?;
+            self.with(|c| Ok(c.execute("DELETE FROM deleted_users WHERE id = ?1", [id])?))?;
+        }
+        Ok(total)
+    }
+
+    /// Runs `delete` (which removes at most `chunk` audit rows) in
+    /// transactions of its own until it removes fewer, the store free
+    /// between them; then scrubs the WAL. Returns the rows removed.
+    pub(super) fn delete_audit_chunked(
+        &self,
+        chunk: i64,
+        delete: impl Fn(&Connection) -> rusqlite::Result<usize>,
+    ) -> Result<usize, StoreError> {
         let mut total = 0;
         loop {
-            let n = self.with(|c| {
-                Ok(c.execute(
-                    "DELETE FROM audit WHERE id IN
-                     (SELECT id FROM audit WHERE ts < ?1 ORDER BY ts LIMIT ?2)",
-                    params![before, PRUNE_CHUNK],
-                )?)
-            })?;
+            let n = self.with(|c| Ok(delete(c)?))?;
             total += n;
-            if (n as i64) < PRUNE_CHUNK {
+            if (n as i64) < chunk {
                 break;
             }
         }
@@ -182,7 +276,22 @@ impl Store {
 fn commit_queued(store: &Store, queue: &mut Vec<Batch>) -> Result<usize, StoreError> {
     let mut rows = 0;
     while let Some(batch) = queue.first() {
-        commit_audit(&mut *store.lock()?, batch)?;
+        // Appends only add ids at the back: the front ones are this batch's
+        // until it is committed.
+        let ids: Vec<i64> = store
+            .pending()?
+            .ids
+            .iter()
+            .take(batch.rows.len())
+            .copied()
+            .collect();
+        {
+            let mut c = store.lock()?;
+            commit_audit(&mut c, batch, &ids)?;
+            // Still holding the connection: a user read never counts a row
+            // both committed and pending.
+            store.pending()?.pop(batch.rows.len());
+        }
         store.journal.remove(batch.generation);
         rows += batch.rows.len();
         store
@@ -193,15 +302,31 @@ fn commit_queued(store: &Store, queue: &mut Vec<Batch>) -> Result<usize, StoreEr
     Ok(rows)
 }
 
-/// Commits one journal batch and records its generation as applied.
-pub(super) fn commit_audit(c: &mut Connection, batch: &Batch) -> Result<(), StoreError> {
+/// Commits one journal batch and records its generation as applied. Row
+/// `i` belongs to the user with id `ids[i]` (recorded with it, and kept only
+/// if that user still exists); rows past `ids` (replayed after a crash, or
+/// committed into a backup) belong to the user of their name registered at
+/// or before the row's time, if any.
+pub(super) fn commit_audit(
+    c: &mut Connection,
+    batch: &Batch,
+    ids: &[i64],
+) -> Result<(), StoreError> {
     write_in(c, |tx| {
-        let mut st = tx.prepare_cached(
-            "INSERT INTO audit (user, ts, outcome, duration_us)
-             SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM users WHERE user = ?1)",
+        let mut by_id = tx.prepare_cached(
+            "INSERT INTO audit (user_id, user, ts, outcome, duration_us)
+             SELECT id, user, ?3, ?4, ?5 FROM users WHERE id = ?1 AND user = ?2",
         )?;
-        for r in &batch.rows {
-            st.execute(params![r.user, r.ts, r.outcome, r.duration_us as i64])?;
+        let mut by_name = tx.prepare_cached(
+            "INSERT INTO audit (user_id, user, ts, outcome, duration_us)
+             SELECT id, user, ?2, ?3, ?4 FROM users WHERE user = ?1 AND created_ms <= ?2",
+        )?;
+        for (i, r) in batch.rows.iter().enumerate() {
+            let d = r.duration_us as i64;
+            match ids.get(i) {
+                Some(id) => by_id.execute(params![id, r.user, r.ts, r.outcome, d])?,
+                None => by_name.execute(params![r.user, r.ts, r.outcome, d])?,
+            };
         }
         tx.execute(
             "UPDATE audit_journal SET applied = ?1",

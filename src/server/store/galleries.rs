@@ -15,6 +15,17 @@ pub struct GalleryRow {
     pub erased: u64,
 }
 
+/// A gallery ciphertext as read from the store, borrowed from the row
+/// being read.
+#[derive(Clone, Copy, Debug)]
+pub struct GalleryRowRef<'a> {
+    pub gallery: &'a str,
+    pub seq: i64,
+    pub ciphertext: &'a [u8],
+    pub count: u32,
+    pub erased: u64,
+}
+
 impl Store {
     /// Stores a gallery ciphertext as row `seq` (its position in the
     /// gallery, assigned by the caller, who serializes the writes).
@@ -66,25 +77,57 @@ impl Store {
         })
     }
 
+    /// Every gallery ciphertext, by gallery and sequence number, passed to
+    /// `f` one row at a time, borrowed from SQLite's row (a gallery of
+    /// gigabytes is never in memory twice, and no row is copied but by
+    /// `f`). Stops at the first error of `f`, which is returned inside.
+    pub fn for_each_gallery_row<E>(
+        &self,
+        mut f: impl FnMut(GalleryRowRef<'_>) -> Result<(), E>,
+    ) -> Result<Result<(), E>, StoreError> {
+        let c = self.lock()?;
+        let mut st = c.prepare(
+            "SELECT gallery, seq, ciphertext, count, erased
+             FROM gallery_templates ORDER BY gallery, seq",
+        )?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            let blob_err = |i, e| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    i,
+                    rusqlite::types::Type::Blob,
+                    Box::new(e),
+                )
+            };
+            let row = GalleryRowRef {
+                gallery: r.get_ref(0)?.as_str().map_err(|e| blob_err(0, e))?,
+                seq: r.get(1)?,
+                ciphertext: r.get_ref(2)?.as_blob().map_err(|e| blob_err(2, e))?,
+                count: r.get(3)?,
+                erased: r.get::<_, i64>(4)? as u64,
+            };
+            if let Err(e) = f(row) {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+
     /// Every gallery ciphertext, by gallery and sequence number.
+    #[cfg(test)]
     pub fn gallery_rows(&self) -> Result<Vec<GalleryRow>, StoreError> {
-        self.with(|c| {
-            let mut st = c.prepare(
-                "SELECT gallery, seq, ciphertext, count, erased
-                 FROM gallery_templates ORDER BY gallery, seq",
-            )?;
-            let rows = st
-                .query_map([], |r| {
-                    Ok(GalleryRow {
-                        gallery: r.get(0)?,
-                        seq: r.get(1)?,
-                        ciphertext: r.get(2)?,
-                        count: r.get(3)?,
-                        erased: r.get::<_, i64>(4)? as u64,
-                    })
-                })?
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(rows)
-        })
+        let mut out = Vec::new();
+        self.for_each_gallery_row(|r| {
+            out.push(GalleryRow {
+                gallery: r.gallery.to_string(),
+                seq: r.seq,
+                ciphertext: r.ciphertext.to_vec(),
+                count: r.count,
+                erased: r.erased,
+            });
+            Ok::<_, ()>(())
+        })?
+        .expect("pushing cannot fail");
+        Ok(out)
     }
 }

@@ -3,7 +3,9 @@
 //! Every write is one `IMMEDIATE` transaction, committed before the HTTP
 //! reply is sent: a write acknowledged with 2xx is on disk, and a request that
 //! is refused writes nothing. (The audit log alone goes through a journal
-//! file first and into the database in batches: see [`audit`].)
+//! file first and into the database in batches: see [`audit`]; and a
+//! user's deletion removes its audit rows, which belong to its id, in
+//! chunks after the transaction that removes the user.)
 //! The schema is created and migrated here (`schema_version` holds the
 //! version applied).
 //!
@@ -21,14 +23,15 @@ pub mod users;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{Connection, Transaction, TransactionBehavior};
 
 pub use audit::journal;
+use audit::Pending;
 pub use audit::{AuditLog, AuditRow, AUDIT_FLUSH_INTERVAL, AUDIT_PRUNE_INTERVAL};
-pub use galleries::GalleryRow;
+pub use galleries::{GalleryRow, GalleryRowRef};
 pub use offline::{audit_log, backup, AuditEntry, Backup, OfflineError};
 pub use users::{UserInfo, UserRecord};
 
@@ -75,6 +78,22 @@ const MIGRATIONS: &[&str] = &[
     INSERT INTO audit_journal (applied) VALUES (0);",
     // 5: audit rows by time, for retention.
     "CREATE INDEX audit_ts ON audit(ts);",
+    // 6: users get ids that are never reused; audit rows belong to an id
+    // (rows of names with no user are dropped), so a user registered again
+    // under a deleted user's name never sees the old rows. `deleted_users`:
+    // ids whose audit rows are still being removed.
+    "ALTER TABLE users ADD COLUMN id INTEGER;
+    ALTER TABLE users ADD COLUMN created_ms INTEGER NOT NULL DEFAULT 0;
+    UPDATE users SET id = rowid, created_ms = created * 1000;
+    CREATE UNIQUE INDEX users_id ON users(id);
+    CREATE TABLE user_ids (next INTEGER NOT NULL);
+    INSERT INTO user_ids (next) SELECT coalesce(max(id), 0) + 1 FROM users;
+    ALTER TABLE audit ADD COLUMN user_id INTEGER;
+    UPDATE audit SET user_id = (SELECT id FROM users WHERE users.user = audit.user);
+    DELETE FROM audit WHERE user_id IS NULL;
+    DROP INDEX audit_user;
+    CREATE INDEX audit_user_id ON audit(user_id);
+    CREATE TABLE deleted_users (id INTEGER PRIMARY KEY);",
 ];
 
 /// The schema version this build writes.
@@ -89,6 +108,9 @@ pub enum StoreError {
     /// Keys are already registered for this user.
     #[error("user already exists")]
     UserExists,
+    /// The server holds as many users as `--max-users` allows.
+    #[error("the server holds its maximum of {max} users")]
+    TooManyUsers { max: usize },
     /// The database was written by a newer build.
     #[error("database schema version {found} is newer than this build's {supported}")]
     TooNew { found: i64, supported: i64 },
@@ -114,6 +136,9 @@ pub struct Store {
     flushing: Mutex<Vec<Batch>>,
     /// Rows in `flushing` (readable while a flush holds it).
     queued_rows: AtomicUsize,
+    /// The user ids of the journaled rows not yet committed, in journal
+    /// order (see [`Store::journal_audit`]).
+    pending: Mutex<Pending>,
     /// Flushes that failed.
     flush_failures: AtomicU64,
 }
@@ -162,7 +187,7 @@ impl Store {
         let (journal, leftovers) = Journal::open(path, applied as u64)?;
         let replayed: usize = leftovers.iter().map(|b| b.rows.len()).sum();
         for batch in &leftovers {
-            commit_audit(&mut conn, batch)?;
+            commit_audit(&mut conn, batch, &[])?;
             journal.remove(batch.generation);
         }
         if replayed > 0 {
@@ -173,12 +198,17 @@ impl Store {
             journal,
             flushing: Mutex::new(Vec::new()),
             queued_rows: AtomicUsize::new(0),
+            pending: Mutex::new(Pending::default()),
             flush_failures: AtomicU64::new(0),
         })
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Connection>, StoreError> {
+    fn lock(&self) -> Result<MutexGuard<'_, Connection>, StoreError> {
         self.conn.lock().map_err(|_| StoreError::Poisoned)
+    }
+
+    fn pending(&self) -> Result<MutexGuard<'_, Pending>, StoreError> {
+        self.pending.lock().map_err(|_| StoreError::Poisoned)
     }
 
     fn with<T>(
@@ -337,17 +367,15 @@ mod tests {
     fn prune_audit_removes_only_rows_past_the_cut() {
         let dir = TestDir::new("prune");
         let store = Store::open(&dir.join("t.db")).unwrap();
-        store.put_keys("ann", "00", b"pk", None).unwrap();
+        store.put_keys("ann", "00", b"pk", None, 10).unwrap();
         let old = PRUNE_CHUNK as usize + 5;
         for (i, ts) in (0..old as i64).chain(1_000_000..1_000_010).enumerate() {
-            store
-                .journal
-                .append(AuditRow {
-                    ts,
-                    duration_us: i as u64,
-                    ..row("ann")
-                })
-                .unwrap();
+            let r = AuditRow {
+                ts,
+                duration_us: i as u64,
+                ..row("ann")
+            };
+            store.journal_audit(r, 1).unwrap();
         }
         store.flush_audit().unwrap();
         assert_eq!(store.prune_audit(0).unwrap(), 0);
@@ -372,8 +400,15 @@ mod tests {
         let dir = TestDir::new("auditlog");
         let path = dir.join("t.db");
         let store = Store::open(&path).unwrap();
-        store.put_keys("ann", "00", b"pk", None).unwrap();
-        store.put_keys("bob", "00", b"pk", None).unwrap();
+        store.put_keys("ann", "00", b"pk", None, 10).unwrap();
+        store.put_keys("bob", "00", b"pk", None, 10).unwrap();
+        // Registered at the epoch: journaled rows belong to a user of their
+        // name registered at or before their time.
+        store
+            .lock()
+            .unwrap()
+            .execute("UPDATE users SET created_ms = 0", [])
+            .unwrap();
         let at = |user: &str, ts: i64| AuditRow { ts, ..row(user) };
         for ts in 1..=3 {
             store.journal.append(at("ann", ts)).unwrap();
@@ -416,7 +451,7 @@ mod tests {
     }
 
     /// A recorded row is in the journal at once and in the database after a
-    /// flush (user reads flush first); a row for a user who no longer exists
+    /// flush; a row for a user who no longer exists
     /// is dropped; rows left in the journal by a crash are committed, once,
     /// when the store opens again.
     #[test]
@@ -429,14 +464,13 @@ mod tests {
         };
         {
             let store = std::sync::Arc::new(Store::open(&path).unwrap());
-            store.put_keys("ann", "00", b"pk", None).unwrap();
+            store.put_keys("ann", "00", b"pk", None, 10).unwrap();
             let log = AuditLog::start(store.clone(), None).unwrap();
-            log.record(row("ann")).unwrap();
+            log.record(row("ann"), 1).unwrap();
             assert_eq!(rows_in_db(&store.lock().unwrap()), 0);
             assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 1);
-            assert_eq!(rows_in_db(&store.lock().unwrap()), 1);
             // The flusher thread moves rows without being asked.
-            log.record(row("ann")).unwrap();
+            log.record(row("ann"), 1).unwrap();
             let start = Instant::now();
             while rows_in_db(&store.lock().unwrap()) < 2 {
                 assert!(start.elapsed() < Duration::from_secs(10), "never flushed");
@@ -444,7 +478,7 @@ mod tests {
             }
             assert_eq!(store.flush_audit().unwrap(), 0);
             // A row for a user who no longer exists is not written.
-            log.record(row("bob")).unwrap();
+            log.record(row("bob"), 2).unwrap();
             assert_eq!(store.flush_audit().unwrap(), 1);
             assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 2);
         }
@@ -456,7 +490,7 @@ mod tests {
         let path2 = dir2.join("t.db");
         {
             let store = Store::open(&path2).unwrap();
-            store.put_keys("ann", "00", b"pk", None).unwrap();
+            store.put_keys("ann", "00", b"pk", None, 10).unwrap();
             for _ in 0..3 {
                 store.journal.append(row("ann")).unwrap();
             }
@@ -473,5 +507,151 @@ mod tests {
         store.journal.append(row("ann")).unwrap();
         assert!(store.delete_user("ann").unwrap());
         assert_eq!(rows_in_db(&store.lock().unwrap()), 0);
+    }
+
+    /// A user read counts the user's journaled rows without flushing them
+    /// (no fsync), and counts none twice once they are flushed.
+    #[test]
+    fn user_reads_count_journaled_rows_without_flushing() {
+        let dir = TestDir::new("readcount");
+        let store = Store::open(&dir.join("t.db")).unwrap();
+        store.put_keys("ann", "00", b"pk", None, 10).unwrap();
+        store.put_keys("bob", "00", b"pk", None, 10).unwrap();
+        for _ in 0..3 {
+            store.journal_audit(row("ann"), 1).unwrap();
+        }
+        store.journal_audit(row("bob"), 2).unwrap();
+        assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 3);
+        assert_eq!(
+            store.audit_journaled(),
+            4,
+            "a user read flushed the journal"
+        );
+        assert_eq!(store.flush_audit().unwrap(), 4);
+        assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 3);
+        assert_eq!(store.user_info("bob").unwrap().unwrap().verifications, 1);
+    }
+
+    /// A user deleted and registered again gets a new id: the rows of the
+    /// old one (committed, or journaled for the old id by a verification
+    /// still running) never count for the new one. Deleting takes the rows
+    /// in chunks, leaving other users' rows alone.
+    #[test]
+    fn a_namesake_gets_a_new_id_and_none_of_the_old_rows() {
+        let dir = TestDir::new("namesake");
+        let path = dir.join("t.db");
+        let store = Store::open(&path).unwrap();
+        store.put_keys("ann", "00", b"pk", None, 10).unwrap();
+        store.put_keys("bob", "00", b"pk", None, 10).unwrap();
+        let old = store.load_user("ann").unwrap().unwrap().id;
+        let n = super::audit::DELETE_CHUNK as usize * 2 + 7;
+        for _ in 0..n {
+            store.journal_audit(row("ann"), old).unwrap();
+        }
+        store.journal_audit(row("bob"), 2).unwrap();
+        store.flush_audit().unwrap();
+        store.journal_audit(row("ann"), old).unwrap();
+        assert_eq!(
+            store.user_info("ann").unwrap().unwrap().verifications,
+            n as i64 + 1
+        );
+        assert!(store.delete_user("ann").unwrap());
+        assert!(!store.delete_user("ann").unwrap());
+        store.put_keys("ann", "00", b"pk", None, 10).unwrap();
+        let new = store.load_user("ann").unwrap().unwrap().id;
+        assert!(new > old, "id {new} reused");
+        store.journal_audit(row("ann"), old).unwrap();
+        assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 0);
+        store.flush_audit().unwrap();
+        assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 0);
+        assert_eq!(store.user_info("bob").unwrap().unwrap().verifications, 1);
+        let rows: i64 = store
+            .lock()
+            .unwrap()
+            .query_row("SELECT count(*) FROM audit", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 1);
+        assert!(audit_log(&path, Some("ann"), 0, 100).unwrap().is_empty());
+        // A deletion cut short (the server stopped between its chunks) is
+        // finished by the next start's flusher thread.
+        store
+            .lock()
+            .unwrap()
+            .execute_batch(&format!(
+                "INSERT INTO audit (user_id, user, ts, outcome, duration_us)
+                   VALUES ({old}, 'ann', 1, 'ok', 1), ({old}, 'ann', 2, 'ok', 1);
+                 INSERT INTO deleted_users (id) VALUES ({old});"
+            ))
+            .unwrap();
+        assert_eq!(store.remove_audit_of_deleted().unwrap(), 2);
+        let left: i64 = store
+            .lock()
+            .unwrap()
+            .query_row(
+                "SELECT (SELECT count(*) FROM audit) + (SELECT count(*) FROM deleted_users)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 1);
+    }
+
+    /// A database of schema 5 (audit rows by name) is migrated: each user
+    /// gets an id, its rows are attached to it, rows of names with no user
+    /// go, and the next user gets an id past every one given.
+    #[test]
+    fn schema_5_migrates_audit_rows_to_user_ids() {
+        let dir = TestDir::new("mig5");
+        let path = dir.join("t.db");
+        {
+            let c = Connection::open(&path).unwrap();
+            c.execute_batch(
+                "CREATE TABLE schema_version (version INTEGER NOT NULL);
+                 INSERT INTO schema_version (version) VALUES (5);",
+            )
+            .unwrap();
+            for m in &MIGRATIONS[..5] {
+                c.execute_batch(m).unwrap();
+            }
+            c.execute_batch(
+                "INSERT INTO users (user, params_id, public_key, created) VALUES
+                   ('ann', '00', x'01', 1000), ('bob', '00', x'01', 1000);
+                 INSERT INTO audit (user, ts, outcome, duration_us) VALUES
+                   ('ann', 1, 'ok', 1), ('ann', 2, 'ok', 1), ('bob', 3, 'ok', 1),
+                   ('gone', 4, 'ok', 1);",
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+        assert_eq!(store.user_info("ann").unwrap().unwrap().verifications, 2);
+        assert_eq!(store.user_info("bob").unwrap().unwrap().verifications, 1);
+        let ann = store.load_user("ann").unwrap().unwrap().id;
+        let bob = store.load_user("bob").unwrap().unwrap().id;
+        assert_ne!(ann, bob);
+        store.put_keys("cid", "00", b"pk", None, 10).unwrap();
+        assert!(store.load_user("cid").unwrap().unwrap().id > ann.max(bob));
+        let rows: i64 = store
+            .lock()
+            .unwrap()
+            .query_row("SELECT count(*) FROM audit", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(rows, 3);
+        assert_eq!(audit_log(&path, Some("ann"), 0, 100).unwrap().len(), 2);
+    }
+
+    /// A new user past `max_users` is refused, and nothing is written.
+    #[test]
+    fn registration_past_max_users_is_refused() {
+        let dir = TestDir::new("maxusers");
+        let store = Store::open(&dir.join("t.db")).unwrap();
+        store.put_keys("ann", "00", b"pk", None, 1).unwrap();
+        assert!(matches!(
+            store.put_keys("bob", "00", b"pk", None, 1),
+            Err(StoreError::TooManyUsers { max: 1 })
+        ));
+        assert!(store.load_user("bob").unwrap().is_none());
+        assert!(store.delete_user("ann").unwrap());
+        store.put_keys("bob", "00", b"pk", None, 1).unwrap();
     }
 }

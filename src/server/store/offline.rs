@@ -33,6 +33,8 @@ pub enum OfflineError {
     OutputExists,
     #[error("not a blindmatch database (no schema_version table)")]
     NotBlindmatch,
+    #[error("database schema {found} is older than this build's {supported}: serve it once to migrate it")]
+    OldSchema { found: i64, supported: i64 },
     #[error(transparent)]
     Sql(#[from] rusqlite::Error),
     #[error("{0}")]
@@ -149,8 +151,9 @@ pub struct AuditEntry {
 /// The last `limit` audit rows of the database at `db` (of `user` only, if
 /// given; from `since` ms on), oldest first, read while a server may be
 /// serving it: the database read-only, and the rows of its journal not yet
-/// committed (those of users that no longer exist left out, as a flush
-/// would).
+/// committed. Only rows of users that exist are listed: committed rows by
+/// their user's id, journaled ones by name, if that user was registered at
+/// or before the row's time (as a flush after a restart would attach them).
 pub fn audit_log(
     db: &Path,
     user: Option<&str>,
@@ -161,12 +164,21 @@ pub fn audit_log(
     let journaled = journal::journaled(db)?;
     let mut c = open_read_only(db)?;
     let tx = c.transaction()?;
+    let found: i64 = tx.query_row("SELECT version FROM schema_version", [], |r| r.get(0))?;
+    if found < super::SCHEMA_VERSION {
+        // Rows were by name before schema 6.
+        return Err(OfflineError::OldSchema {
+            found,
+            supported: super::SCHEMA_VERSION,
+        });
+    }
     let applied = applied_generation(&tx)?;
     let limit_sql = i64::try_from(limit).unwrap_or(i64::MAX);
     let mut out: Vec<AuditEntry> = {
         let mut st = tx.prepare(
-            "SELECT user, ts, outcome, duration_us FROM audit
-             WHERE (?1 IS NULL OR user = ?1) AND ts >= ?2 ORDER BY id DESC LIMIT ?3",
+            "SELECT u.user, a.ts, a.outcome, a.duration_us FROM audit a
+             JOIN users u ON u.id = a.user_id
+             WHERE (?1 IS NULL OR u.user = ?1) AND a.ts >= ?2 ORDER BY a.id DESC LIMIT ?3",
         )?;
         let rows = st.query_map(params![user, since, limit_sql], |r| {
             Ok(AuditEntry {
@@ -181,13 +193,15 @@ pub fn audit_log(
     };
     out.reverse();
     {
-        let mut exists = tx.prepare_cached("SELECT EXISTS(SELECT 1 FROM users WHERE user = ?1)")?;
+        let mut exists = tx.prepare_cached(
+            "SELECT EXISTS(SELECT 1 FROM users WHERE user = ?1 AND created_ms <= ?2)",
+        )?;
         for batch in journaled.iter().filter(|b| b.generation > applied) {
             for r in &batch.rows {
                 if user.is_some_and(|u| u != r.user) || r.ts < since {
                     continue;
                 }
-                if !exists.query_row([&r.user], |x| x.get::<_, bool>(0))? {
+                if !exists.query_row(params![r.user, r.ts], |x| x.get::<_, bool>(0))? {
                     continue;
                 }
                 out.push(AuditEntry {
@@ -212,7 +226,7 @@ fn add_journaled(copy: &Path, journaled: &[Batch]) -> Result<(), OfflineError> {
     let mut c = Connection::open(copy)?;
     let applied = applied_generation(&c)?;
     for batch in journaled.iter().filter(|b| b.generation > applied) {
-        commit_audit(&mut c, batch).map_err(|e| match e {
+        commit_audit(&mut c, batch, &[]).map_err(|e| match e {
             StoreError::Sql(e) => OfflineError::Sql(e),
             e => OfflineError::Io(std::io::Error::other(e.to_string())),
         })?;

@@ -2,11 +2,14 @@
 
 use rusqlite::{params, OptionalExtension, Transaction};
 
-use super::{now_secs, Store, StoreError};
+use super::{now_millis, now_secs, Store, StoreError};
 
 /// A user's keys and template, as stored.
 #[derive(Clone)]
 pub struct UserRecord {
+    /// The user's id: assigned at registration, never reused (audit rows
+    /// belong to it).
+    pub id: i64,
     /// Parameter id (hex) the keys were made for.
     pub params_id: String,
     /// Serialized public key.
@@ -21,6 +24,7 @@ impl std::fmt::Debug for UserRecord {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Sizes only: no key or ciphertext bytes in logs.
         f.debug_struct("UserRecord")
+            .field("id", &self.id)
             .field("params_id", &self.params_id)
             .field("public_key_len", &self.public_key.len())
             .field("relin_key_len", &self.relin_key.as_ref().map(Vec::len))
@@ -44,22 +48,34 @@ pub struct UserInfo {
 }
 
 impl Store {
-    /// Registers a new user's keys. Refuses an existing user.
+    /// Registers a new user's keys under a new id. Refuses an existing
+    /// user, and a new one when `max_users` are registered.
     pub fn put_keys(
         &self,
         user: &str,
         params_id: &str,
         public_key: &[u8],
         relin_key: Option<&[u8]>,
+        max_users: usize,
     ) -> Result<(), StoreError> {
         self.write(|tx| {
             if user_exists(tx, user)? {
                 return Err(StoreError::UserExists);
             }
+            let users: i64 = tx.query_row("SELECT count(*) FROM users", [], |r| r.get(0))?;
+            if users as u64 >= max_users as u64 {
+                return Err(StoreError::TooManyUsers { max: max_users });
+            }
+            let id: i64 = tx.query_row(
+                "UPDATE user_ids SET next = next + 1 RETURNING next - 1",
+                [],
+                |r| r.get(0),
+            )?;
+            let ms = now_millis();
             tx.execute(
-                "INSERT INTO users (user, params_id, public_key, relin_key, created)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
-                params![user, params_id, public_key, relin_key, now_secs()],
+                "INSERT INTO users (id, user, params_id, public_key, relin_key, created, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![id, user, params_id, public_key, relin_key, ms / 1000, ms],
             )?;
             Ok(())
         })
@@ -92,13 +108,14 @@ impl Store {
             let tx = c.transaction()?;
             let rec = tx
                 .query_row(
-                    "SELECT u.params_id, u.public_key, u.relin_key, t.ciphertext, t.count
+                    "SELECT u.params_id, u.public_key, u.relin_key, t.ciphertext, t.count, u.id
                      FROM users u LEFT JOIN templates t ON t.user = u.user WHERE u.user = ?1",
                     [user],
                     |r| {
                         let ct: Option<Vec<u8>> = r.get(3)?;
                         let count: Option<u32> = r.get(4)?;
                         Ok(UserRecord {
+                            id: r.get(5)?,
                             params_id: r.get(0)?,
                             public_key: r.get(1)?,
                             relin_key: r.get(2)?,
@@ -112,21 +129,21 @@ impl Store {
         })
     }
 
-    /// Metadata of a user (sizes and counts, no bytes). Flushes the audit
-    /// journal first, so `verifications` counts every recorded row.
+    /// Metadata of a user (sizes and counts, no bytes). `verifications`
+    /// counts the committed rows of the user's id and its rows still in the
+    /// journal, without flushing it (no fsync on a read).
     pub fn user_info(&self, user: &str) -> Result<Option<UserInfo>, StoreError> {
-        self.flush_audit()?;
         self.with(|c| {
             let tx = c.transaction()?;
             let info = tx
                 .query_row(
                     "SELECT u.params_id, u.created, length(u.public_key), length(u.relin_key),
                             t.count, length(t.ciphertext), t.updated,
-                            (SELECT count(*) FROM audit a WHERE a.user = u.user)
+                            (SELECT count(*) FROM audit a WHERE a.user_id = u.id), u.id
                      FROM users u LEFT JOIN templates t ON t.user = u.user WHERE u.user = ?1",
                     [user],
                     |r| {
-                        Ok(UserInfo {
+                        let info = UserInfo {
                             user: user.to_string(),
                             params_id: r.get(0)?,
                             created: r.get(1)?,
@@ -136,33 +153,46 @@ impl Store {
                             template_bytes: r.get::<_, Option<i64>>(5)?.map(|v| v as usize),
                             template_updated: r.get(6)?,
                             verifications: r.get(7)?,
-                        })
+                        };
+                        Ok((info, r.get::<_, i64>(8)?))
                     },
                 )
                 .optional()?;
             tx.finish()?;
-            Ok(info)
+            // Counted while the connection is held: a flush moves rows from
+            // pending to committed under it, so none is counted twice.
+            info.map(|(mut info, id)| {
+                info.verifications += self.journaled_rows_of(id)? as i64;
+                Ok(info)
+            })
+            .transpose()
         })
     }
 
-    /// Removes a user's keys, template and audit rows (journaled ones
-    /// included: the journal is flushed first). Returns whether the user
-    /// existed.
+    /// Removes a user's keys and template in one transaction, which also
+    /// records the user's id in `deleted_users`, then its audit rows
+    /// (`DELETE_CHUNK` per transaction, the store free between them: the
+    /// rows belong to an id no user has any more, so no reader sees them
+    /// meanwhile; a server stopped midway finishes when it starts again).
+    /// Rows still journaled are dropped when flushed. Returns whether the
+    /// user existed.
     pub fn delete_user(&self, user: &str) -> Result<bool, StoreError> {
-        self.flush_audit()?;
-        self.write_and_scrub(|tx| {
-            let n = tx.execute("DELETE FROM users WHERE user = ?1", [user])?;
-            if n == 0 {
-                return Err(StoreError::UnknownUser);
+        let id = self.write_and_scrub(|tx| {
+            let id: Option<i64> = tx
+                .query_row("SELECT id FROM users WHERE user = ?1", [user], |r| r.get(0))
+                .optional()?;
+            if id.is_some() {
+                tx.execute("DELETE FROM templates WHERE user = ?1", [user])?;
+                tx.execute("DELETE FROM users WHERE user = ?1", [user])?;
+                tx.execute("INSERT INTO deleted_users (id) VALUES (?1)", [id])?;
             }
-            tx.execute("DELETE FROM templates WHERE user = ?1", [user])?;
-            tx.execute("DELETE FROM audit WHERE user = ?1", [user])?;
-            Ok(true)
-        })
-        .or_else(|e| match e {
-            StoreError::UnknownUser => Ok(false),
-            e => Err(e),
-        })
+            Ok(id)
+        })?;
+        if id.is_none() {
+            return Ok(false);
+        }
+        self.remove_audit_of_deleted()?;
+        Ok(true)
     }
 }
 
