@@ -250,7 +250,10 @@ impl Store {
 
     /// Runs `delete` (which removes at most `chunk` audit rows) in
     /// transactions of its own until it removes fewer, the store free
-    /// between them; then scrubs the WAL. Returns the rows removed.
+    /// between them; each chunk's pages are scrubbed from the WAL before the
+    /// store is let go, so that no single checkpoint has to copy the whole
+    /// deletion (one of 200,000 rows held the store for 300 ms). Returns the
+    /// rows removed.
     pub(super) fn delete_audit_chunked(
         &self,
         chunk: i64,
@@ -258,14 +261,22 @@ impl Store {
     ) -> Result<usize, StoreError> {
         let mut total = 0;
         loop {
-            let n = self.with(|c| Ok(delete(c)?))?;
+            let n = self.with(|c| {
+                let n = delete(c)?;
+                if n > 0 {
+                    Self::scrub(c);
+                }
+                Ok(n)
+            })?;
             total += n;
             if (n as i64) < chunk {
                 break;
             }
-        }
-        if total > 0 {
-            Self::scrub(&*self.lock()?);
+            // The store's mutex is not fair: locked again at once, it would
+            // go back to this loop before a waiting request thread wakes
+            // (a /healthz waited out all 200 chunks of a 200,000-row
+            // deletion, 700 ms). A pause lets each waiter in between chunks.
+            std::thread::sleep(std::time::Duration::from_micros(500));
         }
         Ok(total)
     }
