@@ -365,6 +365,17 @@ impl Loader<'_> {
                 }
             };
             let mut g = g.write().map_err(|_| "gallery lock poisoned")?;
+            // Row `seq` is ciphertext `seq` of its gallery: a missing row
+            // would move every later template to another index (and so to
+            // another person), so the gallery is not served at all.
+            if r.seq != g.ciphertexts() as i64 {
+                return Err(format!(
+                    "gallery {}: stored row #{} where #{} belongs (a row is missing;                      restore the database from a backup)",
+                    r.gallery,
+                    r.seq,
+                    g.ciphertexts()
+                ));
+            }
             g.restore(ct, r.count as usize, r.erased)
                 .map_err(|e| what(&r, &e))?;
             counts.insert(r.gallery, Counts::of(&g));

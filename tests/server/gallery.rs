@@ -170,3 +170,79 @@ fn one_to_n_identify_with_service_key() {
     )
     .expect_error(404, "unknown_gallery");
 }
+
+/// A gallery whose stored rows skip a number is not served: its later
+/// templates would answer at the wrong index.
+#[test]
+fn a_gallery_with_a_missing_row_is_refused_at_start() {
+    let _machine = shared();
+    let dir = temp_dir("missing-row");
+    let keydir = dir.join("keys");
+    let out = server_cmd()
+        .args(["keygen", "--out"])
+        .arg(&keydir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let sk = keydir.join("service.sk");
+    let args = ["--service-key", sk.to_str().unwrap()];
+    let db = dir.join("blindmatch.db");
+    {
+        let srv = Server::start(&dir, &args);
+        let u = srv.url.clone();
+        let params = Params::auth4096();
+        let pk = PublicKey::from_bytes(
+            &params,
+            &call("GET", &format!("{u}/v1/service/public-key"), None).body,
+        )
+        .unwrap();
+        let q = Quantizer::new(&params, DIM).unwrap();
+        let mut rng = Prng::from_seed([81; 32]);
+        for _ in 0..3 {
+            let face = embedding(&mut rng);
+            let ct = client::encrypt_templates_public(&pk, &q, &[&face[..]], &mut rng).unwrap();
+            let r = call(
+                "POST",
+                &format!("{u}/v1/galleries/g/templates?count=1"),
+                Some(&ct.to_bytes()),
+            );
+            assert_eq!(r.status, 201);
+        }
+    }
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "DELETE FROM gallery_templates WHERE gallery = 'g' AND seq = 1",
+            [],
+        )
+        .unwrap();
+    let log = dir.join("refused.log");
+    let mut child = server_cmd()
+        .arg("serve")
+        .args(["--bind", "127.0.0.1:0", "--db"])
+        .arg(&db)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // A refusal comes within a second; a server that starts is stopped.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.is_some_and(|s| !s.success()), "served: {status:?}");
+    let err = std::fs::read_to_string(&log).unwrap();
+    assert!(
+        err.contains("gallery g: stored row #2 where #1 belongs"),
+        "{err}"
+    );
+}
