@@ -19,6 +19,7 @@ pub mod cache;
 pub mod cli;
 pub mod conn;
 pub mod gallery;
+mod listen;
 pub mod metrics;
 pub mod routes;
 mod serve;

@@ -16,3 +16,5 @@ mod errors;
 mod flows;
 mod gallery;
 mod load;
+mod origin;
+mod stall;

@@ -1,5 +1,6 @@
 //! The router: the routes of [`crate::server::routes::ROUTES`], their body
-//! limits, the fallbacks and the request-logging layer.
+//! limits and deadline, the fallbacks, the request-logging layer, and (as
+//! `serve` runs it) the browser policy: the `Host` check and CORS.
 
 use std::sync::Arc;
 
@@ -11,21 +12,33 @@ use axum::Router;
 use crate::server::routes;
 
 use super::extract::drain;
-use super::{galleries, log, meta, static_files, users, verify, ApiError, AppState};
+use super::origin::{self, BrowserPolicy};
+use super::{deadline, galleries, log, meta, static_files, users, verify, ApiError, AppState};
 
 /// Largest JSON body (identify).
 pub(super) const JSON_LIMIT: usize = 64 * 1024;
 
-/// Builds the router. The 1:N routes are the galleries' own router with a
-/// service key, and answer 404 `identify_disabled` without one.
+/// Builds the router without the browser policy (any `Host`, no CORS), for
+/// requests made in process. The 1:N routes are the galleries' own router
+/// with a service key, and answer 404 `identify_disabled` without one.
 pub fn router(state: Arc<AppState>) -> Router {
+    build(state, None)
+}
+
+/// The router `serve` runs: [`router`] behind `policy` (the `Host` check,
+/// then CORS if origins are listed), both inside the request log.
+pub fn guarded_router(state: Arc<AppState>, policy: &BrowserPolicy) -> Router {
+    build(state, Some(policy))
+}
+
+fn build(state: Arc<AppState>, policy: Option<&BrowserPolicy>) -> Router {
     let one_to_n = match &state.service {
         Some(service) => galleries::router(state.clone(), service.clone()),
         None => galleries::disabled_router(),
     };
     // Binary routes enforce `state.limits` in their body extractor; JSON
-    // routes use axum's DefaultBodyLimit.
-    Router::new()
+    // routes use axum's DefaultBodyLimit. Every body has the deadline.
+    let mut app = Router::new()
         .route(routes::HEALTHZ, get(meta::healthz))
         .route(routes::METRICS, get(meta::metrics))
         .route(routes::PARAMS, get(meta::params_info))
@@ -43,9 +56,22 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(DefaultBodyLimit::max(JSON_LIMIT))
         .layer(middleware::from_fn_with_state(
             state.clone(),
-            log::request_log,
-        ))
-        .with_state(state)
+            deadline::body_deadline,
+        ));
+    if let Some(policy) = policy {
+        if let Some(cors) = policy.cors() {
+            app = app.layer(cors);
+        }
+        app = app.layer(middleware::from_fn_with_state(
+            policy.clone(),
+            origin::check_host,
+        ));
+    }
+    app.layer(middleware::from_fn_with_state(
+        state.clone(),
+        log::request_log,
+    ))
+    .with_state(state)
 }
 
 async fn method_not_allowed(req: Request) -> ApiError {
