@@ -52,15 +52,24 @@ pub(super) async fn body_deadline(
     req: Request,
     next: Next,
 ) -> Response {
-    let deadline = Box::pin(tokio::time::sleep(st.body_timeout));
-    let req = req.map(|inner| Body::new(Deadlined { inner, deadline }));
+    let at = tokio::time::Instant::now() + st.body_timeout;
+    let req = req.map(|inner| {
+        Body::new(Deadlined {
+            inner,
+            at,
+            timer: None,
+        })
+    });
     next.run(req).await
 }
 
-/// A body that fails with [`BodyTimeout`] once `deadline` has passed.
+/// A body that fails with [`BodyTimeout`] once `at` has passed. The timer
+/// is made the first time the body has to wait, so a body that is already
+/// there (most are) never arms one.
 struct Deadlined {
     inner: Body,
-    deadline: Pin<Box<tokio::time::Sleep>>,
+    at: tokio::time::Instant,
+    timer: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl HttpBody for Deadlined {
@@ -74,7 +83,11 @@ impl HttpBody for Deadlined {
         if let Poll::Ready(frame) = Pin::new(&mut self.inner).poll_frame(cx) {
             return Poll::Ready(frame.map(|f| f.map_err(Into::into)));
         }
-        match self.deadline.as_mut().poll(cx) {
+        let at = self.at;
+        let timer = self
+            .timer
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(at)));
+        match timer.as_mut().poll(cx) {
             Poll::Ready(()) => Poll::Ready(Some(Err(Box::new(BodyTimeout)))),
             Poll::Pending => Poll::Pending,
         }
