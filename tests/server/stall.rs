@@ -252,6 +252,36 @@ fn a_head_sent_a_byte_at_a_time_is_cut_by_the_header_deadline() {
 }
 
 #[test]
+fn a_refused_request_cannot_stall_its_body_past_the_deadline() {
+    let _machine = shared();
+    let dir = temp_dir("stall-refused");
+    let srv = Server::start(&dir, &["--body-timeout-ms", "500"]);
+    let addr = addr_of(&srv);
+    // Refusals that discard the body: a foreign Host, a form's type, a
+    // method the route does not take.
+    let heads = [
+        "PUT /v1/users/x/keys HTTP/1.1\r\nHost: evil.example\r\n\
+         Content-Type: application/octet-stream"
+            .to_string(),
+        format!("PUT /v1/users/x/keys HTTP/1.1\r\nHost: {addr}\r\nContent-Type: text/plain"),
+        format!("PATCH /v1/users/x/keys HTTP/1.1\r\nHost: {addr}"),
+    ];
+    for head in heads {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.write_all(format!("{head}\r\nContent-Length: 100000\r\n\r\n0123456789").as_bytes())
+            .unwrap();
+        let t = Instant::now();
+        let closed = closed_within(&mut s, Duration::from_secs(3));
+        println!(
+            "{}: closed {closed} after {:?}",
+            head.lines().next().unwrap(),
+            t.elapsed()
+        );
+        assert!(closed, "{head}: a stalled body held the connection 3 s");
+    }
+}
+
+#[test]
 fn an_idle_keep_alive_connection_is_closed() {
     let _machine = shared();
     let dir = temp_dir("idle");

@@ -69,10 +69,13 @@ impl BrowserPolicy {
             if name.contains('/') || name.contains(char::is_whitespace) {
                 return Err(format!("--allowed-host {name}: not a host name"));
             }
-            if has_port(&name) {
-                hosts.exact.push(name);
+            let list = if has_port(&name) {
+                &mut hosts.exact
             } else {
-                hosts.any_port.push(name);
+                &mut hosts.any_port
+            };
+            if !list.contains(&name) {
+                list.push(name);
             }
         }
         let cors = cors
@@ -107,7 +110,16 @@ impl BrowserPolicy {
     /// Bound to every address with only the default hosts, the server
     /// answers loopback names only: says so at start.
     pub fn warn_if_unreachable(&self, addr: SocketAddr) {
-        let defaults = self.hosts.any_port.is_empty() && self.hosts.exact.len() == 4;
+        let loopback = |h: &String| {
+            let name = strip_port(h);
+            name == "localhost"
+                || name == "127.0.0.1"
+                || name == "[::1]"
+                || name == addr.ip().to_string()
+                || name == format!("[{}]", addr.ip())
+        };
+        let h = &self.hosts;
+        let defaults = h.exact.iter().chain(&h.any_port).all(loopback);
         if addr.ip().is_unspecified() && defaults {
             tracing::warn!(
                 "bound to every address but answering only Host localhost, 127.0.0.1 and [::1]: \

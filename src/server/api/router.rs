@@ -53,11 +53,7 @@ fn build(state: Arc<AppState>, policy: Option<&BrowserPolicy>) -> Router {
         .fallback(static_files::static_files)
         // After the merge: it reaches the 1:N routes too.
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(JSON_LIMIT))
-        .layer(middleware::from_fn_with_state(
-            state.clone(),
-            deadline::body_deadline,
-        ));
+        .layer(DefaultBodyLimit::max(JSON_LIMIT));
     if let Some(policy) = policy {
         if let Some(cors) = policy.cors() {
             app = app.layer(cors);
@@ -67,7 +63,12 @@ fn build(state: Arc<AppState>, policy: Option<&BrowserPolicy>) -> Router {
             origin::check_host,
         ));
     }
+    // Outside the `Host` check, whose refusals discard the body too.
     app.layer(middleware::from_fn_with_state(
+        state.clone(),
+        deadline::body_deadline,
+    ))
+    .layer(middleware::from_fn_with_state(
         state.clone(),
         log::request_log,
     ))
