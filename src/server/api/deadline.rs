@@ -9,16 +9,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
-use axum::middleware::Next;
-use axum::response::Response;
+use axum::extract::Request;
 use http_body::{Body as HttpBody, Frame, SizeHint};
-
-use super::AppState;
 
 /// The error a body yields once its deadline has passed.
 #[derive(Debug)]
@@ -46,21 +42,16 @@ pub(super) fn is_timeout(e: &(dyn std::error::Error + 'static)) -> bool {
     false
 }
 
-/// The middleware: the request's body, bounded by the deadline.
-pub(super) async fn body_deadline(
-    State(st): State<Arc<AppState>>,
-    req: Request,
-    next: Next,
-) -> Response {
-    let at = tokio::time::Instant::now() + st.body_timeout;
-    let req = req.map(|inner| {
+/// `req` with its body bounded by a deadline `timeout` from now.
+pub(super) fn bound(req: Request, timeout: Duration) -> Request {
+    let at = tokio::time::Instant::now() + timeout;
+    req.map(|inner| {
         Body::new(Deadlined {
             inner,
             at,
             timer: None,
         })
-    });
-    next.run(req).await
+    })
 }
 
 /// A body that fails with [`BodyTimeout`] once `at` has passed. The timer

@@ -20,9 +20,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, HeaderValue, Method};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
@@ -129,9 +128,10 @@ impl BrowserPolicy {
     }
 
     fn allows(&self, host: &str) -> bool {
-        let host = host.to_ascii_lowercase();
         let h = &self.hosts;
-        h.exact.contains(&host) || h.any_port.contains(&strip_port(&host).to_string())
+        let name = strip_port(host);
+        h.exact.iter().any(|e| e.eq_ignore_ascii_case(host))
+            || h.any_port.iter().any(|e| e.eq_ignore_ascii_case(name))
     }
 
     /// The CORS layer, if origins were listed.
@@ -171,29 +171,23 @@ fn strip_port(host: &str) -> &str {
     }
 }
 
-/// The middleware: requests whose `Host` is not allowed get 421
-/// `misdirected_host` (their body discarded unread past 1 MiB).
-pub(super) async fn check_host(
-    State(policy): State<BrowserPolicy>,
-    req: Request,
-    next: Next,
-) -> Response {
-    let host = req
+/// `req` if its `Host` is allowed; else the 421 `misdirected_host` reply
+/// (its body read and discarded up to 1 MiB first).
+pub(super) async fn check_host(policy: &BrowserPolicy, req: Request) -> Result<Request, Response> {
+    let allowed = req
         .headers()
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
-    match host {
-        Some(h) if policy.allows(&h) => next.run(req).await,
-        _ => {
-            drain(req.into_body()).await;
-            ApiError::new(
-                ErrorCode::MisdirectedHost,
-                "this server does not answer for that Host",
-            )
-            .into_response()
-        }
+        .is_some_and(|h| policy.allows(h));
+    if allowed {
+        return Ok(req);
     }
+    drain(req.into_body()).await;
+    Err(ApiError::new(
+        ErrorCode::MisdirectedHost,
+        "this server does not answer for that Host",
+    )
+    .into_response())
 }
 
 /// Refuses a request with a body unless it declares `want` as its

@@ -3,9 +3,11 @@
 //! `serve` runs it) the browser policy: the `Host` check and CORS.
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::{DefaultBodyLimit, Request};
-use axum::middleware;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::middleware::{self, Next};
+use axum::response::Response;
 use axum::routing::{get, post, put};
 use axum::Router;
 
@@ -54,25 +56,41 @@ fn build(state: Arc<AppState>, policy: Option<&BrowserPolicy>) -> Router {
         // After the merge: it reaches the 1:N routes too.
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(JSON_LIMIT));
-    if let Some(policy) = policy {
-        if let Some(cors) = policy.cors() {
-            app = app.layer(cors);
-        }
-        app = app.layer(middleware::from_fn_with_state(
-            policy.clone(),
-            origin::check_host,
-        ));
+    if let Some(cors) = policy.and_then(BrowserPolicy::cors) {
+        app = app.layer(cors);
     }
-    // Outside the `Host` check, whose refusals discard the body too.
-    app.layer(middleware::from_fn_with_state(
-        state.clone(),
-        deadline::body_deadline,
-    ))
-    .layer(middleware::from_fn_with_state(
-        state.clone(),
-        log::request_log,
-    ))
-    .with_state(state)
+    let guard = Guard {
+        body_timeout: state.body_timeout,
+        policy: policy.cloned(),
+    };
+    app.layer(middleware::from_fn_with_state(guard, guarded))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            log::request_log,
+        ))
+        .with_state(state)
+}
+
+/// What every request passes inside the request log: its body bounded by
+/// the deadline (`deadline`), then, as `serve` runs it, the `Host` check
+/// (whose refusal discards the body, so it is bounded too). One middleware
+/// for both: each layer costs a hand-off on every request.
+#[derive(Clone)]
+struct Guard {
+    body_timeout: Duration,
+    policy: Option<BrowserPolicy>,
+}
+
+async fn guarded(State(g): State<Guard>, req: Request, next: Next) -> Response {
+    let req = deadline::bound(req, g.body_timeout);
+    let req = match &g.policy {
+        Some(policy) => match origin::check_host(policy, req).await {
+            Ok(req) => req,
+            Err(refused) => return refused,
+        },
+        None => req,
+    };
+    next.run(req).await
 }
 
 async fn method_not_allowed(req: Request) -> ApiError {
