@@ -92,6 +92,49 @@ pub struct ServeArgs {
         default_value_t = Quotas::DEFAULT.gallery_bytes
     )]
     pub max_gallery_bytes: usize,
+    /// Connections served at once; further ones wait in the kernel's accept
+    /// backlog (at most the open-file limit less a reserve).
+    #[arg(long, env = "BLINDMATCH_MAX_CONNECTIONS", default_value_t = 4096)]
+    pub max_connections: usize,
+    /// A request's head must arrive in full within this many milliseconds
+    /// of its connection becoming ready for it (accepted, or its previous
+    /// reply sent); otherwise the connection is closed.
+    #[arg(long, env = "BLINDMATCH_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+    /// A request's body must arrive in full within this many milliseconds
+    /// of its head (408 `body_timeout` otherwise).
+    #[arg(long, env = "BLINDMATCH_BODY_TIMEOUT_MS", default_value_t = 15_000)]
+    pub body_timeout_ms: u64,
+    /// A keep-alive connection on which no request starts within this many
+    /// milliseconds is closed.
+    #[arg(long, env = "BLINDMATCH_IDLE_TIMEOUT_MS", default_value_t = 5_000)]
+    pub idle_timeout_ms: u64,
+    /// Verifications that may wait for a matching thread; past that, 503
+    /// `overloaded` with `Retry-After`.
+    #[arg(long, env = "BLINDMATCH_VERIFY_QUEUE", default_value_t = 64)]
+    pub verify_queue: usize,
+    /// Other homomorphic jobs (key and template checks, gallery appends,
+    /// 1:N identification) that may wait for the pool; past that, 503
+    /// `overloaded` with `Retry-After`.
+    #[arg(long, env = "BLINDMATCH_WORK_QUEUE", default_value_t = 32)]
+    pub work_queue: usize,
+    /// `Host` header values answered (repeat or separate with commas; a
+    /// name without a port matches any port). Default: the bind address,
+    /// and `localhost`, `127.0.0.1` and `[::1]` with its port.
+    #[arg(
+        long = "allowed-host",
+        env = "BLINDMATCH_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    pub allowed_hosts: Vec<String>,
+    /// Origins allowed to call the API from a browser page on another
+    /// origin (CORS; repeat or separate with commas). Default: none.
+    #[arg(
+        long = "cors-origin",
+        env = "BLINDMATCH_CORS_ORIGINS",
+        value_delimiter = ','
+    )]
+    pub cors_origins: Vec<String>,
 }
 
 impl ServeArgs {

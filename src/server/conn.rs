@@ -2,8 +2,8 @@
 //! a request read off the socket to the last byte of its reply written to
 //! it, the server's whole share of a request's round trip.
 //!
-//! [`TimedListener`] accepts TCP connections (with `TCP_NODELAY`) as
-//! [`TimedStream`]s. Each stream notes when a request's first bytes are read
+//! The accept loop (`listen`) wraps each TCP connection in a
+//! [`TimedStream`]. Each stream notes when a request's first bytes are read
 //! and when reply bytes are written; HTTP/1.1 answers a connection's requests
 //! in order, so an exchange ends with the last write before the next
 //! request's first read (or the connection's end). The request log
@@ -18,39 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use axum::extract::connect_info::Connected;
-use axum::serve::{IncomingStream, Listener};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
-
-/// A TCP listener whose connections are [`TimedStream`]s.
-#[derive(Debug)]
-pub struct TimedListener(pub TcpListener);
-
-impl Listener for TimedListener {
-    type Io = TimedStream;
-    type Addr = std::net::SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        let (tcp, addr) = Listener::accept(&mut self.0).await;
-        // Replies go out as soon as they are written: no Nagle delay behind
-        // a reply's last segment.
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "TCP_NODELAY");
-        }
-        (
-            TimedStream {
-                io: tcp,
-                timing: Arc::default(),
-            },
-            addr,
-        )
-    }
-
-    fn local_addr(&self) -> io::Result<Self::Addr> {
-        self.0.local_addr()
-    }
-}
+use tokio::net::TcpStream;
 
 /// The timing state of one connection, shared between its stream and the
 /// requests made on it (as their `ConnectInfo`).
@@ -93,6 +62,18 @@ impl ConnTiming {
         self.lock().request = Some(request);
     }
 
+    /// Since when the connection has waited for a request with none
+    /// started: its previous reply's last write, or `opened` before its
+    /// first request. `None` while a request is being read or answered.
+    pub fn idle_since(&self, opened: Instant) -> Option<Instant> {
+        let x = self.lock();
+        match (x.start, x.last_write) {
+            (_, Some(written)) => Some(written),
+            (None, None) => Some(opened),
+            (Some(_), None) => None,
+        }
+    }
+
     fn finish(x: &mut Exchange) {
         if let (Some(start), Some(end), Some(id)) = (x.start, x.last_write, x.request) {
             let wire_us = end.saturating_duration_since(start).as_micros() as u64;
@@ -106,17 +87,26 @@ impl ConnTiming {
 #[derive(Clone, Debug)]
 pub struct ConnInfo(pub Arc<ConnTiming>);
 
-impl Connected<IncomingStream<'_, TimedListener>> for ConnInfo {
-    fn connect_info(stream: IncomingStream<'_, TimedListener>) -> Self {
-        ConnInfo(stream.io().timing.clone())
-    }
-}
-
 /// A TCP stream that reports its reads and writes to its [`ConnTiming`].
 #[derive(Debug)]
 pub struct TimedStream {
     io: TcpStream,
     timing: Arc<ConnTiming>,
+}
+
+impl TimedStream {
+    /// Wraps an accepted connection.
+    pub fn new(io: TcpStream) -> Self {
+        Self {
+            io,
+            timing: Arc::default(),
+        }
+    }
+
+    /// The connection's timing state, shared with its requests.
+    pub fn timing(&self) -> Arc<ConnTiming> {
+        self.timing.clone()
+    }
 }
 
 impl Drop for TimedStream {

@@ -75,6 +75,8 @@ pub struct Gauges {
     pub audit_flush_failures: u64,
     /// 1:N: galleries and their templates (None without `--service-key`).
     pub galleries: Option<(usize, usize)>,
+    /// Requests refused with 503 `overloaded`, by queue name.
+    pub overloaded: [(&'static str, u64); 2],
 }
 
 impl Metrics {
@@ -194,6 +196,14 @@ impl Metrics {
              blindmatch_audit_flush_failures_total {}",
             g.threads, g.slots_free, g.cached_users, g.audit_journaled, g.audit_flush_failures
         );
+        let _ = writeln!(
+            o,
+            "# HELP blindmatch_overloaded_total Requests refused with 503 because a queue was full.\n\
+             # TYPE blindmatch_overloaded_total counter"
+        );
+        for (queue, n) in g.overloaded {
+            let _ = writeln!(o, "blindmatch_overloaded_total{{queue=\"{queue}\"}} {n}");
+        }
         if let Some((galleries, templates)) = g.galleries {
             let _ = writeln!(
                 o,
@@ -237,6 +247,7 @@ mod tests {
             audit_journaled: 7,
             audit_flush_failures: 0,
             galleries: None,
+            overloaded: [("verify", 3), ("work", 0)],
         });
         let line = |prefix: &str| {
             text.lines()
@@ -281,6 +292,7 @@ mod tests {
             "3"
         );
         assert_eq!(line("blindmatch_audit_rows_journaled"), "7");
+        assert_eq!(line("blindmatch_overloaded_total{queue=\"verify\"}"), "3");
         assert!(!text.contains("blindmatch_galleries"));
     }
 }

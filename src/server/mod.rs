@@ -22,6 +22,7 @@ pub mod cli;
 pub mod conn;
 pub mod decider;
 pub mod gallery;
+mod listen;
 pub mod metrics;
 pub mod routes;
 mod serve;

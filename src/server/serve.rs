@@ -9,10 +9,10 @@ use std::time::Duration;
 use crate::bfv::{Params, PublicKey, SecretKey};
 use crate::matching::{Identifier, Verifier};
 
-use super::api::{self, AppState, Limits};
+use super::api::{self, AppState, Gate, Limits};
 use super::cli::ServeArgs;
 use super::store::{self, Store};
-use super::{cache, conn, cores, gallery, metrics, params};
+use super::{cache, cores, gallery, listen, metrics, params};
 
 pub(super) fn serve_main(args: ServeArgs) -> Result<(), String> {
     let threads = args.threads.unwrap_or_else(cores).max(1);
@@ -52,6 +52,11 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     let audit = store::AuditLog::start(store.clone(), retention)
         .map_err(|e| format!("audit thread: {e}"))?;
     let on_stop = store.clone();
+    let conn_limits = listen::ConnLimits {
+        max_connections: listen::raise_open_files(args.max_connections),
+        header_timeout: Duration::from_millis(args.header_timeout_ms.max(1)),
+        idle_timeout: Duration::from_millis(args.idle_timeout_ms.max(1)),
+    };
     let state = Arc::new(AppState {
         audit,
         cache: cache::UserCache::new(args.cache_users),
@@ -62,25 +67,27 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         verifier,
         store,
         pool,
-        permits: tokio::sync::Semaphore::new(threads * 4),
-        slots: tokio::sync::Semaphore::new(threads),
+        permits: Gate::new("work", threads * 4, args.work_queue),
+        slots: Gate::new("verify", threads, args.verify_queue),
         www: args.www.clone(),
         pkg: args.pkg.clone(),
         service,
         metrics: metrics::Metrics::default(),
+        body_timeout: Duration::from_millis(args.body_timeout_ms.max(1)),
     });
-    let listener = tokio::net::TcpListener::bind(args.bind)
-        .await
-        .map_err(|e| format!("bind {}: {e}", args.bind))?;
+    let listener = listen::bind(args.bind).map_err(|e| format!("bind {}: {e}", args.bind))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    let browser = api::BrowserPolicy::new(addr, &args.allowed_hosts, &args.cors_origins)?;
     tracing::info!(
         %addr,
         db = %args.db.display(),
         threads,
         backend = crate::Backend::detect().name(),
         identify = state.service.is_some(),
+        hosts = %browser.hosts(),
         "serving"
     );
+    browser.warn_if_unreachable(addr);
     // The first stdout line, for scripts and tests that bind port 0.
     {
         let mut out = std::io::stdout().lock();
@@ -88,12 +95,10 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         let _ = out.flush();
     }
     // Connections with TCP_NODELAY whose exchanges are timed on the wire
-    // (each request's `sent` log line).
-    let app = api::router(state).into_make_service_with_connect_info::<conn::ConnInfo>();
-    axum::serve(conn::TimedListener(listener), app)
-        .with_graceful_shutdown(shutdown_signal())
-        .await
-        .map_err(|e| format!("server: {e}"))?;
+    // (each request's `sent` log line), up to the connection cap, with the
+    // header deadline and the idle timeout (`listen`).
+    let app = api::guarded_router(state, &browser);
+    listen::run(listener, app, conn_limits, shutdown_signal()).await;
     // The journaled audit rows go into the database before the process
     // ends (they would be recovered at the next start anyway).
     match on_stop.flush_audit() {

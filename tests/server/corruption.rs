@@ -125,7 +125,10 @@ fn corrupted_bodies_are_refused_and_change_nothing() {
         } else {
             "PUT"
         };
-        let resp = agent.request(method, &url).send_bytes(&body);
+        let resp = agent
+            .request(method, &url)
+            .set("content-type", "application/octet-stream")
+            .send_bytes(&body);
         let (status, body) = match resp {
             Ok(r) => (r.status(), r.into_string().unwrap_or_default()),
             Err(ureq::Error::Status(s, r)) => (s, r.into_string().unwrap_or_default()),

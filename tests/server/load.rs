@@ -344,7 +344,11 @@ fn sequential_overhead(u: &str, probes: &[(Vec<f32>, Vec<u8>)], log: &Path) -> S
             .expect("server-timing");
         // The same request from ureq, right after, on its own connection.
         let t = Instant::now();
-        let r = agent.post(&url).send_bytes(probe).unwrap();
+        let r = agent
+            .post(&url)
+            .set("content-type", "application/octet-stream")
+            .send_bytes(probe)
+            .unwrap();
         let ureq_timing = server_timing(r.header("server-timing").expect("server-timing"));
         let mut ureq_reply = Vec::new();
         r.into_reader().read_to_end(&mut ureq_reply).unwrap();

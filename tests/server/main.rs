@@ -18,4 +18,6 @@ mod gallery;
 mod growth;
 mod load;
 mod namesake;
+mod origin;
 mod quotas;
+mod stall;

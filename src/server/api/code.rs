@@ -63,11 +63,19 @@ pub enum ErrorCode {
     Store,
     /// A stored object that no longer parses.
     CorruptStore,
+    /// A body not sent whole within the body deadline.
+    BodyTimeout,
+    /// A body whose `Content-Type` is not the route's.
+    UnsupportedMediaType,
+    /// A `Host` header outside the allowed hosts.
+    MisdirectedHost,
+    /// A queue for matching work is full.
+    Overloaded,
 }
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 27] = [
+    pub const ALL: [ErrorCode; 31] = [
         Self::BadName,
         Self::Truncated,
         Self::Malformed,
@@ -95,6 +103,10 @@ impl ErrorCode {
         Self::Internal,
         Self::Store,
         Self::CorruptStore,
+        Self::BodyTimeout,
+        Self::UnsupportedMediaType,
+        Self::MisdirectedHost,
+        Self::Overloaded,
     ];
 
     /// The code as it goes on the wire (and into the request log).
@@ -127,6 +139,10 @@ impl ErrorCode {
             Self::Internal => "internal",
             Self::Store => "store",
             Self::CorruptStore => "corrupt_store",
+            Self::BodyTimeout => "body_timeout",
+            Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::MisdirectedHost => "misdirected_host",
+            Self::Overloaded => "overloaded",
         }
     }
 
@@ -151,6 +167,10 @@ impl ErrorCode {
             | Self::UnknownTemplate
             | Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::MisdirectedHost => StatusCode::MISDIRECTED_REQUEST,
+            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Self::UserExists | Self::QuotaReached => StatusCode::CONFLICT,
             Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::WrongParams | Self::Transparent | Self::BadCiphertext => {

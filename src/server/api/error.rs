@@ -98,6 +98,22 @@ impl ApiError {
         Self::new(ErrorCode::QuotaReached, message)
     }
 
+    /// A body whose `Content-Type` is not `want`.
+    pub(super) fn media_type(want: &str) -> Self {
+        Self::new(
+            ErrorCode::UnsupportedMediaType,
+            format!("this route takes a body of Content-Type {want}"),
+        )
+    }
+
+    /// A body that did not arrive within the body deadline.
+    pub(super) fn body_timeout() -> Self {
+        Self::new(
+            ErrorCode::BodyTimeout,
+            "the request body did not arrive within the body deadline",
+        )
+    }
+
     /// A failed write of an audit row (details in the log only).
     pub(super) fn audit(e: StoreError) -> Self {
         tracing::error!(error = %e, "audit");
@@ -157,7 +173,11 @@ impl From<QueryRejection> for ApiError {
 
 impl From<JsonRejection> for ApiError {
     fn from(r: JsonRejection) -> Self {
-        if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        if let JsonRejection::MissingJsonContentType(_) = r {
+            Self::media_type("application/json")
+        } else if super::deadline::is_timeout(&r) {
+            Self::body_timeout()
+        } else if r.status() == StatusCode::PAYLOAD_TOO_LARGE {
             Self::new(
                 ErrorCode::BodyTooLarge,
                 "request body exceeds this route's limit",
@@ -181,6 +201,10 @@ impl IntoResponse for ApiError {
             body,
         )
             .into_response();
+        if self.code == ErrorCode::Overloaded {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
         resp.extensions_mut().insert(LoggedCode(self.code));
         resp
     }

@@ -76,6 +76,9 @@ name_extractor!(
     "gallery"
 );
 
+/// The media type of every binary body.
+pub const OCTETS: &str = "application/octet-stream";
+
 /// Which of [`Limits`] bounds a binary body.
 pub trait RouteLimit {
     fn limit(limits: &Limits) -> usize;
@@ -103,7 +106,9 @@ impl RouteLimit for KeysLimit {
 
 /// A binary body of at most `L`'s limit; a longer one is refused with 413
 /// (read up to 1 MiB past the limit and discarded first, so that the
-/// client reads the JSON error rather than a reset connection).
+/// client reads the JSON error rather than a reset connection). A body
+/// whose `Content-Type` is not `application/octet-stream` is refused with
+/// 415 before it is read.
 #[derive(Debug)]
 pub struct BinaryBody<L>(pub Bytes, pub PhantomData<L>);
 
@@ -124,6 +129,11 @@ where
     async fn from_request(req: Request, state: &S) -> ApiResult<Self> {
         let limit = L::limit(&Limits::from_ref(state));
         let (parts, body) = req.into_parts();
+        if let Err(e) = super::origin::require_media_type(&parts.headers, OCTETS) {
+            // Read and discarded, as for 413, so the client sees the error.
+            drain(body).await;
+            return Err(e);
+        }
         let bytes = read_body(&parts.headers, body, limit).await?;
         Ok(Self(bytes, PhantomData))
     }
@@ -159,8 +169,13 @@ async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> ApiResult<B
     let mut seen = 0usize;
     let mut body = body;
     while let Some(frame) = body.frame().await {
-        let frame = frame
-            .map_err(|e| ApiError::new(ErrorCode::BadBody, format!("reading the body: {e}")))?;
+        let frame = frame.map_err(|e| {
+            if super::deadline::is_timeout(&e) {
+                ApiError::body_timeout()
+            } else {
+                ApiError::new(ErrorCode::BadBody, format!("reading the body: {e}"))
+            }
+        })?;
         let Ok(data) = frame.into_data() else {
             continue;
         };

@@ -26,6 +26,10 @@ pub(super) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
         audit_journaled: st.store.audit_journaled(),
         audit_flush_failures: st.store.audit_flush_failures(),
         galleries: st.service.as_ref().map(|s| s.galleries.stats()),
+        overloaded: [
+            (st.slots.name, st.slots.refused()),
+            (st.permits.name, st.permits.refused()),
+        ],
     };
     (
         [(

@@ -11,18 +11,23 @@
 //! * [`state`]: [`AppState`], [`Service`], [`Limits`], [`Quotas`].
 //! * [`error`]: [`ApiError`] and the conversions into it; [`code`]: the
 //!   [`ErrorCode`] of each (docs/API.md's error table).
-//! * [`extract`]: checked names and size-limited binary bodies.
+//! * [`extract`]: checked names and size-limited binary bodies;
+//!   `deadline`: the body deadline; [`origin`]: the `Host` check, the
+//!   bodies' media types, CORS; [`gate`]: the bounded queues for matching.
 //! * `users`, `verify`, `galleries` (1:N: a router with its own state),
 //!   [`meta`], `static_files`: the handlers, by resource; `wire`: the keys
 //!   framing and the fresh-ciphertext check; `log`: the request-logging
 //!   middleware.
 
 pub mod code;
+mod deadline;
 pub mod error;
 pub mod extract;
 mod galleries;
+pub mod gate;
 mod log;
 pub mod meta;
+pub mod origin;
 pub mod router;
 pub mod state;
 mod static_files;
@@ -33,8 +38,10 @@ mod wire;
 pub use code::ErrorCode;
 pub use error::{ApiError, ApiResult};
 pub use extract::{check_name, MAX_NAME_LEN};
+pub use gate::Gate;
 pub use meta::params_description;
-pub use router::router;
+pub use origin::BrowserPolicy;
+pub use router::{guarded_router, router};
 pub use state::{AppState, Limits, Quotas, Service};
 pub use wire::{frame_keys, split_keys};
 

@@ -14,7 +14,7 @@ use crate::server::gallery::Galleries;
 use crate::server::metrics::Metrics;
 use crate::server::store::{AuditLog, Store, StoreError};
 
-use super::ApiError;
+use super::{ApiError, Gate};
 
 /// Per-route body limits, derived from the parameters: the largest valid
 /// object of each kind (anything longer is refused with 413 and never
@@ -91,11 +91,13 @@ pub struct AppState {
     /// Parsed keys and templates of recent users.
     pub cache: UserCache,
     pub pool: rayon::ThreadPool,
-    /// Jobs queued on or running on `pool`.
-    pub permits: tokio::sync::Semaphore,
-    /// Verifications computing at once ([`AppState::compute_here`]); one
-    /// per matching thread.
-    pub slots: tokio::sync::Semaphore,
+    /// Jobs queued on or running on `pool`, and the bounded queue of those
+    /// waiting for one of them (`--work-queue`).
+    pub permits: Gate,
+    /// Verifications computing at once ([`AppState::compute_here`]), one
+    /// per matching thread, and the bounded queue of those waiting
+    /// (`--verify-queue`).
+    pub slots: Gate,
     pub limits: Limits,
     pub quotas: Quotas,
     pub www: PathBuf,
@@ -104,6 +106,9 @@ pub struct AppState {
     pub service: Option<Arc<Service>>,
     /// Request counters for `GET /metrics`.
     pub metrics: Metrics,
+    /// A request's body must arrive in full within this time of its head
+    /// (`--body-timeout-ms`, the `deadline` layer).
+    pub body_timeout: std::time::Duration,
 }
 
 /// 1:N state: the operator's service key and the in-memory galleries.
@@ -121,18 +126,15 @@ impl std::fmt::Debug for Service {
 }
 
 impl AppState {
-    /// Runs `f` on the rayon pool (bounded by the semaphore), so slow
-    /// homomorphic work never blocks an I/O thread.
+    /// Runs `f` on the rayon pool (bounded by `permits`; 503 `overloaded`
+    /// when its queue is full), so slow homomorphic work never blocks an
+    /// I/O thread.
     pub async fn compute<T, F>(&self, f: F) -> Result<T, ApiError>
     where
         T: Send + 'static,
         F: FnOnce() -> T + Send + 'static,
     {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| ApiError::internal("worker pool closed"))?;
+        let _permit = self.permits.enter().await?;
         let (tx, rx) = tokio::sync::oneshot::channel();
         self.pool.spawn(move || {
             // A panic must not reach rayon (whose default is to abort the
@@ -150,7 +152,7 @@ impl AppState {
     }
 
     /// Runs `f` on the current thread once one of the `--threads` matching
-    /// slots is free, after handing this thread's I/O duties (tokio's worker
+    /// slots is free (503 `overloaded` when the queue for them is full), after handing this thread's I/O duties (tokio's worker
     /// core) to another thread with `block_in_place`: no other request waits
     /// behind `f`, and neither the job nor its result crosses to another
     /// thread. This is the verify path: handing a verification to the pool
@@ -167,11 +169,7 @@ impl AppState {
         if !multi_thread {
             return self.compute(f).await;
         }
-        let _slot = self
-            .slots
-            .acquire()
-            .await
-            .map_err(|_| ApiError::internal("worker pool closed"))?;
+        let _slot = self.slots.enter().await?;
         tokio::task::block_in_place(|| {
             // As on the pool: a panic is a 500 for this request only.
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| {

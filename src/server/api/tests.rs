@@ -59,21 +59,28 @@ fn state_with(tag: &str, service: Option<Arc<Service>>) -> Arc<AppState> {
             .num_threads(1)
             .build()
             .unwrap(),
-        permits: tokio::sync::Semaphore::new(4),
-        slots: tokio::sync::Semaphore::new(1),
+        permits: super::Gate::new("work", 4, 32),
+        slots: super::Gate::new("verify", 1, 64),
         www: dir.join("www"),
         pkg: dir.join("pkg"),
         service,
         metrics: Metrics::default(),
+        body_timeout: std::time::Duration::from_secs(15),
     })
 }
 
-/// The status and the JSON error code of one request.
+/// The status and the JSON error code of one request, its body of the
+/// route's type (JSON for identify, binary elsewhere).
 async fn call(app: &Router, method: &str, path: &str, body: Vec<u8>) -> (StatusCode, String) {
+    let media = if path.contains("/identify") {
+        "application/json"
+    } else {
+        "application/octet-stream"
+    };
     let req = Request::builder()
         .method(method)
         .uri(path)
-        .header("content-type", "application/json")
+        .header("content-type", media)
         .body(Body::from(body))
         .unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();
