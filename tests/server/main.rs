@@ -6,6 +6,7 @@
 //! share, the other modules the tests by subject.
 #![cfg(all(feature = "server", not(target_arch = "wasm32")))]
 
+mod attack;
 mod harness;
 
 mod cli;
@@ -15,4 +16,5 @@ mod durability;
 mod errors;
 mod flows;
 mod gallery;
+mod hostile;
 mod load;
