@@ -11,7 +11,7 @@
 #   scripts/bench.sh                    full run
 #   scripts/bench.sh --quick            short measurement times, smaller
 #                                       galleries, no Chromium page bench and
-#                                       no HTTP load run (about 2 minutes once
+#                                       no HTTP load or hostile-traffic run (about 2 minutes once
 #                                       everything is built)
 #   scripts/bench.sh [--quick] --check-rows FILE
 #                                       only checks that FILE (a results.tsv)
@@ -182,6 +182,7 @@ echo "$SERVER_ROWS"
 
 # Verify over HTTP: full runs only (a release build of the server tests).
 HTTP_ROWS=""
+HOSTILE_ROWS=""
 if [ "$QUICK" = 0 ]; then
   echo "== server: verify over HTTP on loopback (the bounded load test, release build) =="
   logged http-load env BLINDMATCH_LOAD_N=2000 cargo test --quiet --release --features server --test server \
@@ -189,6 +190,12 @@ if [ "$QUICK" = 0 ]; then
   HTTP_ROWS="$(grep -E '^load:' "$LOGS/http-load.log" || true)"
   [ -n "$HTTP_ROWS" ] || die "the HTTP load test printed no 'load:' line (log: $LOGS/http-load.log)"
   echo "$HTTP_ROWS"
+  echo "== server: under hostile traffic (the bounded attack run, release build) =="
+  logged hostile cargo test --quiet --release --features server --test server \
+    hostile_traffic_loses_nothing_acknowledged -- --nocapture
+  HOSTILE_ROWS="$(grep -E '^hostile:' "$LOGS/hostile.log" || true)"
+  [ -n "$HOSTILE_ROWS" ] || die "the hostile-traffic test printed no 'hostile:' line (log: $LOGS/hostile.log)"
+  echo "$HOSTILE_ROWS"
 fi
 
 echo "== transforms per BFV operation (the floors' counts) =="
@@ -221,7 +228,7 @@ $(rows_of node-seal-page node bench/node_seal/page.mjs --pkg "$ROOT/pkg")"
 fi
 echo "$NODESEAL_ROWS"
 
-TRANSFORM_ROWS="$TRANSFORM_ROWS" HTTP_ROWS="$HTTP_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" \
+TRANSFORM_ROWS="$TRANSFORM_ROWS" HTTP_ROWS="$HTTP_ROWS" HOSTILE_ROWS="$HOSTILE_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" \
   SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" \
   COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo

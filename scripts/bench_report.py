@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns criterion's estimates and the wasm bench rows into bench/results.tsv
 and bench/REPORT.md. Called by scripts/bench.sh; reads WASM_ROWS and COMMAND
-from the environment (and SEAL_ROWS, SIZE_ROWS, SERVER_ROWS, HTTP_ROWS,
+from the environment (and SEAL_ROWS, SIZE_ROWS, SERVER_ROWS, HTTP_ROWS, HOSTILE_ROWS,
 NODESEAL_ROWS, TRANSFORM_ROWS)."""
 import datetime
 import json
@@ -284,6 +284,13 @@ if server:
 http = os.environ.get("HTTP_ROWS", "").strip()
 if http:
     md += ["", "## Verify over HTTP on loopback (tests/server.rs load test, release)", "", "```", http, "```"]
+hostile = os.environ.get("HOSTILE_ROWS", "").strip()
+if hostile:
+    md += ["", "## Under hostile traffic (tests/server/hostile.rs, release)", "",
+           "Corrupted bodies, stalled sockets, requests cut off by a disconnect and bursts past the",
+           "verification queue at once, with a valid client timed throughout; then a SIGTERM with",
+           "requests in flight, `PRAGMA integrity_check` and every acknowledged write checked.", "",
+           "```", hostile, "```"]
     import re
     m = re.search(r"load: (\d+) verifications from (\d+) clients .*?: ([0-9.]+)/s, p50 ([0-9.]+) ms, p99 ([0-9.]+) ms", http)
     if m:

@@ -2,63 +2,8 @@
 //! request: each one must take effect entirely (database, memory and cache)
 //! or not at all, and what was acknowledged must survive a restart.
 
-use std::io::Write;
-use std::net::TcpStream;
-
+use crate::attack::*;
 use crate::harness::*;
-
-/// Sends one complete request on a fresh socket and closes it `delay` later,
-/// without reading the answer.
-fn send_and_close(url: &str, method: &str, path: &str, body: &[u8], delay: Duration) {
-    let addr = url.strip_prefix("http://").unwrap();
-    let mut s = TcpStream::connect(addr).unwrap();
-    let head = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n\
-         Content-Type: application/octet-stream\r\nContent-Length: {}\r\n\r\n",
-        body.len()
-    );
-    let mut req = head.into_bytes();
-    req.extend_from_slice(body);
-    // A reset (the server answering early) is as good as a close here.
-    let _ = s.write_all(&req);
-    std::thread::sleep(delay);
-    drop(s);
-}
-
-/// 0.1–5 ms, varied with `i`.
-fn delay(i: usize) -> Duration {
-    Duration::from_micros(100 + (i as u64 * 733) % 4900)
-}
-
-/// The best match of `face` in `gallery` with a cosine above 0.9, if any.
-fn top(url: &str, gallery: &str, face: &[f32], rng: &mut Prng) -> Option<u64> {
-    let body =
-        serde_json::to_vec(&serde_json::json!({"embedding": near(face, rng), "top_k": 1})).unwrap();
-    let r = call_json(&format!("{url}/v1/galleries/{gallery}/identify"), &body);
-    if r.status == 404 {
-        return None;
-    }
-    assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-    let v = r.json();
-    let m = v["matches"].as_array().unwrap().first()?.clone();
-    (m["cosine"].as_f64().unwrap() > 0.9).then(|| m["index"].as_u64().unwrap())
-}
-
-fn rows(db: &Path, gallery: &str) -> i64 {
-    count_rows(
-        db,
-        &format!("SELECT count(*) FROM gallery_templates WHERE gallery = '{gallery}'"),
-    )
-}
-
-/// Ciphertexts the server holds in memory for `gallery` (0 when unknown).
-fn held(url: &str, gallery: &str) -> i64 {
-    let r = call("GET", &format!("{url}/v1/galleries/{gallery}"), None);
-    if r.status == 404 {
-        return 0;
-    }
-    r.json()["ciphertexts"].as_i64().unwrap()
-}
 
 #[test]
 fn mutations_cut_off_by_a_disconnect_are_all_or_nothing() {

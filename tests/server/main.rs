@@ -6,6 +6,7 @@
 //! share, the other modules the tests by subject.
 #![cfg(all(feature = "server", not(target_arch = "wasm32")))]
 
+mod attack;
 mod harness;
 
 mod cli;
@@ -16,6 +17,7 @@ mod errors;
 mod flows;
 mod gallery;
 mod growth;
+mod hostile;
 mod load;
 mod namesake;
 mod origin;
