@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use super::api::Quotas;
-use super::{admin, bench, serve};
+use super::{admin, bench, decide, serve};
 
 /// `blindmatch-server`: encrypted face matching over HTTP.
 #[derive(Debug, Parser)]
@@ -36,6 +36,9 @@ pub enum Command {
     /// Print the audit log of verifications (JSON lines, oldest first), read
     /// while a server may be serving the database.
     Audit(AuditArgs),
+    /// Run the decider: the key holder of login mode, which turns the
+    /// matcher's replies into signed verdicts (docs/API.md, "The decider").
+    Decide(DecideArgs),
 }
 
 /// `serve` flags (each also read from an environment variable).
@@ -188,6 +191,42 @@ pub struct AuditArgs {
     pub limit: usize,
 }
 
+/// `decide` flags (each also read from an environment variable).
+#[derive(Debug, clap::Args)]
+pub struct DecideArgs {
+    /// Address to listen on (port 0 picks a free port; the chosen address is
+    /// printed on stdout).
+    #[arg(
+        long,
+        env = "BLINDMATCH_DECIDER_BIND",
+        default_value = "127.0.0.1:8081"
+    )]
+    pub bind: SocketAddr,
+    /// The decider's secrets: `master.key` (32 bytes), `matcher.token` (the
+    /// matcher's bearer token) and `verdict-keys/*.pem` (Ed25519; the last
+    /// in name order signs), each mode 0600.
+    #[arg(long, env = "BLINDMATCH_DECIDER_DIR", default_value = "./data/decider")]
+    pub dir: PathBuf,
+    /// Create whichever of the secrets is missing before serving.
+    #[arg(long)]
+    pub init: bool,
+    /// The verdicts' `iss` (default: `http://` and the bound address).
+    #[arg(long, env = "BLINDMATCH_DECIDER_ISSUER")]
+    pub issuer: Option<String>,
+    /// Accept when the rule's cosine is at least this.
+    #[arg(long, env = "BLINDMATCH_THRESHOLD", default_value_t = 0.5)]
+    pub threshold: f64,
+    /// `max`: the best enrolled sample; `mean`: their mean.
+    #[arg(long, env = "BLINDMATCH_RULE", default_value = "max", value_parser = ["max", "mean"])]
+    pub rule: String,
+    /// Seconds a verdict stays valid (`exp - iat`).
+    #[arg(long, env = "BLINDMATCH_VERDICT_LIFETIME", default_value_t = 300)]
+    pub verdict_lifetime: u64,
+    /// Embedding dimension.
+    #[arg(long, env = "BLINDMATCH_DIM", default_value_t = 128)]
+    pub dim: usize,
+}
+
 /// `bench` flags.
 #[derive(Debug, clap::Args)]
 pub struct BenchArgs {
@@ -214,6 +253,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::bench(&args),
         Command::Backup(args) => admin::backup(&args),
         Command::Audit(args) => admin::audit(&args),
+        Command::Decide(args) => decide::decide_main(args),
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

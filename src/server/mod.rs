@@ -20,6 +20,7 @@ mod bench;
 pub mod cache;
 pub mod cli;
 pub mod conn;
+mod decide;
 pub mod decider;
 pub mod gallery;
 mod listen;
@@ -32,7 +33,9 @@ mod test_dir;
 pub mod verdict;
 
 pub use api::{frame_keys, split_keys, ApiError, AppState, Limits, CSP};
-pub use cli::{main, AuditArgs, BackupArgs, BenchArgs, Cli, Command, KeygenArgs, ServeArgs};
+pub use cli::{
+    main, AuditArgs, BackupArgs, BenchArgs, Cli, Command, DecideArgs, KeygenArgs, ServeArgs,
+};
 pub use store::{journal, Store, StoreError, SCHEMA_VERSION};
 
 use crate::bfv::Params;

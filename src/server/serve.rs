@@ -108,7 +108,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     Ok(())
 }
 
-async fn shutdown_signal() {
+pub(super) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -11,6 +11,7 @@ mod harness;
 
 mod cli;
 mod corruption;
+mod decider;
 mod disconnect;
 mod durability;
 mod errors;

@@ -57,6 +57,10 @@ pub enum ErrorCode {
     Transparent,
     /// A ciphertext that is not fresh.
     BadCiphertext,
+    /// The decider: no bearer token, or not the matcher's.
+    Unauthorized,
+    /// The decider: a reply not made under the user's key.
+    NotUnderKey,
     /// A server-side failure.
     Internal,
     /// A database failure.
@@ -75,7 +79,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 31] = [
+    pub const ALL: [ErrorCode; 33] = [
         Self::BadName,
         Self::Truncated,
         Self::Malformed,
@@ -100,6 +104,8 @@ impl ErrorCode {
         Self::WrongParams,
         Self::Transparent,
         Self::BadCiphertext,
+        Self::Unauthorized,
+        Self::NotUnderKey,
         Self::Internal,
         Self::Store,
         Self::CorruptStore,
@@ -136,6 +142,8 @@ impl ErrorCode {
             Self::WrongParams => "wrong_params",
             Self::Transparent => "transparent",
             Self::BadCiphertext => "bad_ciphertext",
+            Self::Unauthorized => "unauthorized",
+            Self::NotUnderKey => "not_under_key",
             Self::Internal => "internal",
             Self::Store => "store",
             Self::CorruptStore => "corrupt_store",
@@ -166,6 +174,7 @@ impl ErrorCode {
             | Self::IdentifyDisabled
             | Self::UnknownTemplate
             | Self::NotFound => StatusCode::NOT_FOUND,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -173,7 +182,7 @@ impl ErrorCode {
             Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Self::UserExists | Self::QuotaReached => StatusCode::CONFLICT,
             Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::WrongParams | Self::Transparent | Self::BadCiphertext => {
+            Self::WrongParams | Self::Transparent | Self::BadCiphertext | Self::NotUnderKey => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             Self::Internal | Self::Store | Self::CorruptStore => StatusCode::INTERNAL_SERVER_ERROR,

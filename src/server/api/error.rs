@@ -56,7 +56,7 @@ impl ApiError {
     }
 
     /// A wire-format error of the object `what`.
-    pub(super) fn format(what: &str, e: FormatError) -> Self {
+    pub(crate) fn format(what: &str, e: FormatError) -> Self {
         let code = match e {
             FormatError::Truncated { .. } => ErrorCode::Truncated,
             FormatError::ParamsMismatch { .. } => ErrorCode::WrongParams,
@@ -75,14 +75,14 @@ impl ApiError {
         )
     }
 
-    pub(super) fn method_not_allowed() -> Self {
+    pub(crate) fn method_not_allowed() -> Self {
         Self::new(
             ErrorCode::MethodNotAllowed,
             "method not allowed on this route",
         )
     }
 
-    pub(super) fn not_found(what: &str) -> Self {
+    pub(crate) fn not_found(what: &str) -> Self {
         Self::new(ErrorCode::NotFound, what)
     }
 

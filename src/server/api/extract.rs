@@ -84,6 +84,16 @@ pub trait RouteLimit {
     fn limit(limits: &Limits) -> usize;
 }
 
+/// Bodies that hold one compact score reply (the decider's).
+#[derive(Debug)]
+pub struct ReplyLimit;
+
+impl RouteLimit for ReplyLimit {
+    fn limit(limits: &Limits) -> usize {
+        limits.reply
+    }
+}
+
 /// Bodies that hold one ciphertext.
 #[derive(Debug)]
 pub struct CiphertextLimit;

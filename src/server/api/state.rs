@@ -26,6 +26,9 @@ pub struct Limits {
     /// The keys framing: two length prefixes, an unseeded public key and an
     /// unseeded relinearization key.
     pub keys: usize,
+    /// A compact score reply at the smallest dimension (what a decider
+    /// reads).
+    pub reply: usize,
 }
 
 impl Limits {
@@ -46,6 +49,7 @@ impl Limits {
         Self {
             ciphertext,
             keys: 8 + pk + rk,
+            reply: crate::matching::max_len(crate::bfv::ObjectKind::ScoreReply, params) as usize,
         }
     }
 }

@@ -6,10 +6,12 @@
 //!
 //! * [`user_keys`]: the master secret and the per-user keys derived from it.
 //! * [`policy`]: the threshold rule.
+//! * [`http`](mod@http): its HTTP API, for the matcher and for relying parties.
 //!
 //! The HTTP role around it (`blindmatch-server decide`) is not built yet;
 //! docs/PROTOCOL.md states what each party learns.
 
+pub mod http;
 pub mod policy;
 pub mod user_keys;
 

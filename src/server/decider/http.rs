@@ -1,0 +1,230 @@
+//! The decider's HTTP API (docs/API.md, "The decider"): the matcher asks it
+//! for a user's keys and for verdicts; anyone may read its JWK set.
+//!
+//! | route | who | what |
+//! |---|---|---|
+//! | `GET /healthz` | anyone | liveness |
+//! | `GET /.well-known/jwks.json` | anyone | the verdict keys (RFC 7517) |
+//! | `GET /v1/user-keys/{user}?epoch=E` | the matcher | the user's public and relinearization keys, in the keys framing |
+//! | `POST /v1/verdicts?user=&epoch=&samples=&aud=&nonce=` | the matcher | a compact reply in, a signed verdict out |
+//!
+//! The matcher authenticates with `Authorization: Bearer <token>`, the
+//! shared token of `matcher.token`, compared in constant time.
+
+use std::sync::Arc;
+
+use axum::extract::rejection::{PathRejection, QueryRejection};
+use axum::extract::{FromRef, FromRequestParts, Path, Query, Request, State};
+use axum::http::{header, request::Parts};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::matching::ScoreReply;
+use crate::server::api::extract::{BinaryBody, ReplyLimit};
+use crate::server::api::{check_name, frame_keys, ApiError, ApiResult, ErrorCode, Limits};
+
+use super::{DecideError, Decider, KeyLabel, Request as VerdictRequest};
+
+pub const HEALTHZ: &str = "/healthz";
+pub const JWKS: &str = "/.well-known/jwks.json";
+pub const USER_KEYS: &str = "/v1/user-keys/{user}";
+pub const VERDICTS: &str = "/v1/verdicts";
+
+/// Longest `aud` and `nonce` accepted.
+const MAX_CLAIM_LEN: usize = 256;
+
+/// The decider process's state.
+#[derive(Debug)]
+pub struct DeciderState {
+    pub decider: Decider,
+    /// SHA-256 of the matcher's token.
+    pub matcher_token: [u8; 32],
+    pub limits: Limits,
+}
+
+impl DeciderState {
+    /// `token` is the shared secret the matcher presents.
+    pub fn new(decider: Decider, token: &[u8], limits: Limits) -> Self {
+        Self {
+            decider,
+            matcher_token: Sha256::digest(token).into(),
+            limits,
+        }
+    }
+}
+
+impl FromRef<Arc<DeciderState>> for Limits {
+    fn from_ref(st: &Arc<DeciderState>) -> Self {
+        st.limits
+    }
+}
+
+/// The decider's routes.
+pub fn router(state: Arc<DeciderState>) -> Router {
+    Router::new()
+        .route(HEALTHZ, get(healthz))
+        .route(JWKS, get(jwks))
+        .route(USER_KEYS, get(user_keys))
+        .route(VERDICTS, post(verdict))
+        .fallback(|| async { ApiError::not_found("no such route") })
+        .method_not_allowed_fallback(|req: Request| async move {
+            drop(req);
+            ApiError::method_not_allowed()
+        })
+        .with_state(state)
+}
+
+/// A request from the matcher: its bearer token checked in constant time
+/// (on digests, so the comparison does not depend on the token's length).
+#[derive(Debug)]
+pub struct FromMatcher;
+
+impl FromRequestParts<Arc<DeciderState>> for FromMatcher {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, st: &Arc<DeciderState>) -> ApiResult<Self> {
+        let presented = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .ok_or_else(|| {
+                ApiError::new(
+                    ErrorCode::Unauthorized,
+                    "the matcher's bearer token is required",
+                )
+            })?;
+        let digest: [u8; 32] = Sha256::digest(presented.trim().as_bytes()).into();
+        if bool::from(digest.ct_eq(&st.matcher_token)) {
+            Ok(Self)
+        } else {
+            Err(ApiError::new(ErrorCode::Unauthorized, "wrong bearer token"))
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Health {
+    role: &'static str,
+    status: &'static str,
+}
+
+async fn healthz() -> Json<Health> {
+    Json(Health {
+        role: "decider",
+        status: "ok",
+    })
+}
+
+async fn jwks(State(st): State<Arc<DeciderState>>) -> impl IntoResponse {
+    (
+        [
+            (header::CACHE_CONTROL, "public, max-age=300"),
+            (header::CONTENT_TYPE, "application/jwk-set+json"),
+        ],
+        Json(st.decider.verdict_keys().jwks()),
+    )
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EpochQuery {
+    #[serde(default)]
+    epoch: u32,
+}
+
+async fn user_keys(
+    State(st): State<Arc<DeciderState>>,
+    _auth: FromMatcher,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<EpochQuery>, QueryRejection>,
+) -> ApiResult<impl IntoResponse> {
+    let Path(user) = path?;
+    let Query(q) = query?;
+    check_name(&user)?;
+    let work = tokio::task::spawn_blocking(move || {
+        let label = KeyLabel {
+            user: &user,
+            epoch: q.epoch,
+        };
+        let pk = st.decider.public_key(&label);
+        let rk = st
+            .decider
+            .relin_key(&label)
+            .map_err(|e| ApiError::internal(&e.to_string()))?;
+        Ok::<_, ApiError>(frame_keys(&pk.to_bytes(), Some(&rk.to_bytes())))
+    });
+    let body = work
+        .await
+        .map_err(|_| ApiError::internal("key derivation failed"))??;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VerdictQuery {
+    user: String,
+    #[serde(default)]
+    epoch: u32,
+    samples: usize,
+    aud: String,
+    nonce: String,
+}
+
+#[derive(Serialize)]
+struct VerdictReply {
+    verdict: String,
+}
+
+async fn verdict(
+    State(st): State<Arc<DeciderState>>,
+    _auth: FromMatcher,
+    query: Result<Query<VerdictQuery>, QueryRejection>,
+    BinaryBody(body, _): BinaryBody<ReplyLimit>,
+) -> ApiResult<Json<VerdictReply>> {
+    let Query(q) = query?;
+    check_name(&q.user)?;
+    for (what, v) in [("aud", &q.aud), ("nonce", &q.nonce)] {
+        if v.is_empty() || v.len() > MAX_CLAIM_LEN || v.chars().any(char::is_control) {
+            return Err(ApiError::new(
+                ErrorCode::BadQuery,
+                format!("{what}: 1 to {MAX_CLAIM_LEN} printable characters"),
+            ));
+        }
+    }
+    let params = crate::server::params();
+    let reply = ScoreReply::from_bytes(&params, &body).map_err(|e| ApiError::format("reply", e))?;
+    if q.samples == 0 || q.samples > reply.len() {
+        return Err(ApiError::new(
+            ErrorCode::BadCount,
+            format!("samples: 1 to {} at this dimension", reply.len()),
+        ));
+    }
+    let work = tokio::task::spawn_blocking(move || {
+        let req = VerdictRequest {
+            label: KeyLabel {
+                user: &q.user,
+                epoch: q.epoch,
+            },
+            audience: &q.aud,
+            nonce: &q.nonce,
+            samples: q.samples,
+        };
+        st.decider
+            .decide(&req, &reply, crate::server::store::now_secs() as u64)
+    });
+    let verdict = work
+        .await
+        .map_err(|_| ApiError::internal("decision failed"))?
+        .map_err(|e| match e {
+            DecideError::Match(m) => ApiError::from(m),
+            e @ DecideError::NotUnderKey { .. } => {
+                ApiError::new(ErrorCode::NotUnderKey, e.to_string())
+            }
+        })?;
+    Ok(Json(VerdictReply { verdict }))
+}
