@@ -114,7 +114,8 @@ fn init(dir: &Path) -> Result<(), String> {
         getrandom::fill(&mut raw[..]).map_err(|e| format!("system RNG: {e}"))?;
         let hex: zeroize::Zeroizing<String> =
             zeroize::Zeroizing::new(raw.iter().map(|b| format!("{b:02x}")).collect());
-        write_secret(&token, hex.as_bytes())?;
+        super::secret_file::create_secret(&token, hex.as_bytes())
+            .map_err(|e| format!("{}: {e}", token.display()))?;
         tracing::info!(path = %token.display(), "matcher token created");
     }
     let keys = dir.join(VERDICT_KEYS);
@@ -127,21 +128,4 @@ fn init(dir: &Path) -> Result<(), String> {
         tracing::info!(path = %path.display(), "verdict key created");
     }
     Ok(())
-}
-
-/// A new file with mode 0600 holding `bytes`.
-fn write_secret(path: &Path, bytes: &[u8]) -> Result<(), String> {
-    let mut opts = std::fs::OpenOptions::new();
-    opts.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    let mut f = opts
-        .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    f.write_all(bytes)
-        .and_then(|_| f.sync_all())
-        .map_err(|e| format!("{}: {e}", path.display()))
 }

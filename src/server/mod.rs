@@ -26,6 +26,7 @@ pub mod gallery;
 mod listen;
 pub mod metrics;
 pub mod routes;
+mod secret_file;
 mod serve;
 pub mod store;
 #[cfg(test)]

@@ -9,25 +9,12 @@ use crate::harness::*;
 fn mutations_cut_off_by_a_disconnect_are_all_or_nothing() {
     let _machine = shared();
     let dir = temp_dir("disconnect");
-    let keydir = dir.join("keys");
-    let out = server_cmd()
-        .args(["keygen", "--out"])
-        .arg(&keydir)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let sk = keydir.join("service.sk");
+    let (sk, pk) = service_key(&dir);
     let args = ["--service-key", sk.to_str().unwrap()];
     let db = dir.join("blindmatch.db");
     let srv = Server::start(&dir, &args);
     let u = srv.url.clone();
-    let params = Params::auth4096();
-    let pk = PublicKey::from_bytes(
-        &params,
-        &call("GET", &format!("{u}/v1/service/public-key"), None).body,
-    )
-    .unwrap();
-    let q = Quantizer::new(&params, DIM).unwrap();
+    let q = Quantizer::new(&Params::auth4096(), DIM).unwrap();
     let mut rng = Prng::from_seed([61; 32]);
     let one = |face: &[f32], rng: &mut Prng| {
         client::encrypt_templates_public(&pk, &q, &[face], rng)

@@ -177,26 +177,13 @@ fn one_to_n_identify_with_service_key() {
 fn a_gallery_with_a_missing_row_is_refused_at_start() {
     let _machine = shared();
     let dir = temp_dir("missing-row");
-    let keydir = dir.join("keys");
-    let out = server_cmd()
-        .args(["keygen", "--out"])
-        .arg(&keydir)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let sk = keydir.join("service.sk");
+    let (sk, pk) = service_key(&dir);
     let args = ["--service-key", sk.to_str().unwrap()];
     let db = dir.join("blindmatch.db");
     {
         let srv = Server::start(&dir, &args);
         let u = srv.url.clone();
-        let params = Params::auth4096();
-        let pk = PublicKey::from_bytes(
-            &params,
-            &call("GET", &format!("{u}/v1/service/public-key"), None).body,
-        )
-        .unwrap();
-        let q = Quantizer::new(&params, DIM).unwrap();
+        let q = Quantizer::new(&Params::auth4096(), DIM).unwrap();
         let mut rng = Prng::from_seed([81; 32]);
         for _ in 0..3 {
             let face = embedding(&mut rng);

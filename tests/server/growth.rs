@@ -3,26 +3,6 @@
 
 use crate::harness::*;
 
-/// Runs `keygen` into `dir/keys`; returns the secret key's path and the
-/// public key.
-pub(crate) fn service_key(dir: &Path) -> (PathBuf, PublicKey) {
-    let keydir = dir.join("keys");
-    let out = server_cmd()
-        .arg("keygen")
-        .arg("--out")
-        .arg(&keydir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let pk = std::fs::read(keydir.join("service.pk")).unwrap();
-    let pk = PublicKey::from_bytes(&Params::auth4096(), &pk).unwrap();
-    (keydir.join("service.sk"), pk)
-}
-
 /// One gallery ciphertext of 32 templates of random faces under `pk`.
 pub(crate) fn gallery_ciphertext(pk: &PublicKey, seed: u8) -> Vec<u8> {
     let q = Quantizer::new(&Params::auth4096(), DIM).unwrap();

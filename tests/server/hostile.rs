@@ -88,26 +88,13 @@ fn hostile_traffic_loses_nothing_acknowledged() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(10_000);
     let dir = temp_dir("hostile");
-    let keydir = dir.join("keys");
-    let out = server_cmd()
-        .args(["keygen", "--out"])
-        .arg(&keydir)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let sk = keydir.join("service.sk");
+    let (sk, service_pk) = service_key(&dir);
     let mut args = vec!["--service-key", sk.to_str().unwrap()];
     args.extend_from_slice(NET_FLAGS);
     let db = dir.join("blindmatch.db");
     let srv = Server::start(&dir, &args);
     let u = srv.url.clone();
-    let params = Params::auth4096();
-    let service_pk = PublicKey::from_bytes(
-        &params,
-        &call("GET", &format!("{u}/v1/service/public-key"), None).body,
-    )
-    .unwrap();
-    let q = Quantizer::new(&params, DIM).unwrap();
+    let q = Quantizer::new(&Params::auth4096(), DIM).unwrap();
     let gallery_ct = |face: &[f32], rng: &mut Prng| {
         client::encrypt_templates_public(&service_pk, &q, &[face], rng)
             .unwrap()

@@ -1,7 +1,7 @@
 //! Quotas: users, galleries, templates per gallery and gallery memory, each
 //! refused with 409 `quota_reached` naming its flag, nothing written.
 
-use crate::growth::{gallery_ciphertext, service_key};
+use crate::growth::gallery_ciphertext;
 use crate::harness::*;
 
 /// Asserts a 409 `quota_reached` whose message names `flag`.

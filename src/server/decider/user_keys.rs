@@ -87,21 +87,12 @@ impl MasterSecret {
 
     /// Writes the secret to a new file with mode 0600.
     pub fn save_new(&self, path: &Path) -> Result<(), MasterError> {
-        use std::io::Write as _;
-        let io = |source| MasterError::Io {
-            path: path.into(),
-            source,
-        };
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
-        }
-        let mut f = opts.open(path).map_err(io)?;
-        f.write_all(&self.0[..]).map_err(io)?;
-        f.sync_all().map_err(io)
+        crate::server::secret_file::create_secret(path, &self.0[..]).map_err(|source| {
+            MasterError::Io {
+                path: path.into(),
+                source,
+            }
+        })
     }
 
     /// The key pair of `label` under `params`.

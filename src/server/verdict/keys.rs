@@ -113,21 +113,12 @@ impl VerdictKey {
     /// Writes the key to a new file at `path` with mode 0600 (never over an
     /// existing file).
     pub fn save_new(&self, path: &Path) -> Result<(), KeyError> {
-        use std::io::Write as _;
-        let io = |source| KeyError::Io {
-            path: path.into(),
-            source,
-        };
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
-        }
-        let mut f = opts.open(path).map_err(io)?;
-        f.write_all(self.to_pem().as_bytes()).map_err(io)?;
-        f.sync_all().map_err(io)
+        crate::server::secret_file::create_secret(path, self.to_pem().as_bytes()).map_err(
+            |source| KeyError::Io {
+                path: path.into(),
+                source,
+            },
+        )
     }
 
     /// The key id: the RFC 7638 thumbprint of the public JWK.
