@@ -6,18 +6,8 @@ use crate::harness::*;
 fn one_to_n_identify_with_service_key() {
     let _machine = shared();
     let dir = temp_dir("identify");
+    let (sk_path, _) = service_key(&dir);
     let keydir = dir.join("keys");
-    let out = server_cmd()
-        .arg("keygen")
-        .arg("--out")
-        .arg(&keydir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -27,7 +17,6 @@ fn one_to_n_identify_with_service_key() {
             .mode();
         assert_eq!(mode & 0o077, 0, "service.sk is readable by others");
     }
-    let sk_path = keydir.join("service.sk");
     let srv = Server::start(&dir, &["--service-key", sk_path.to_str().unwrap()]);
     let u = srv.url.clone();
     let params = Params::auth4096();

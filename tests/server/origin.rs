@@ -37,15 +37,7 @@ fn no_cors_headers(r: &RawResp) {
 
 /// A 1:N server (a fresh service key) in `dir`, with `extra` flags.
 fn start_1ton(dir: &Path, extra: &[&str]) -> Server {
-    let keydir = dir.join("keys");
-    let out = server_cmd()
-        .arg("keygen")
-        .arg("--out")
-        .arg(&keydir)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let sk = keydir.join("service.sk");
+    let (sk, _) = service_key(dir);
     let mut args = vec!["--service-key", sk.to_str().unwrap()];
     args.extend_from_slice(extra);
     Server::start(dir, &args)
