@@ -103,7 +103,7 @@ impl Originals {
         let (pk, rk, template) = (&self.pk[..], &self.rk[..], &self.template[..]);
         match i % 4 {
             0 => {
-                let probe = if i % 8 == 0 {
+                let probe = if i.is_multiple_of(8) {
                     &self.probe
                 } else {
                     &self.expanded

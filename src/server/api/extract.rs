@@ -151,7 +151,7 @@ where
 
 /// Reads and discards a body (up to [`DRAIN_CAP`]) that a route does not
 /// use, so the client reads the reply instead of a reset connection.
-pub(super) async fn drain(body: Body) {
+pub(crate) async fn drain(body: Body) {
     use http_body_util::BodyExt;
     let mut body = body;
     let mut seen = 0usize;

@@ -13,8 +13,9 @@
 
 use std::sync::Arc;
 
+use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
-use axum::extract::{FromRef, FromRequestParts, Path, Query, Request, State};
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Query, Request, State};
 use axum::http::{header, request::Parts};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
@@ -24,7 +25,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::matching::ScoreReply;
-use crate::server::api::extract::{BinaryBody, ReplyLimit};
+use crate::server::api::extract::{drain, BinaryBody, ReplyLimit};
 use crate::server::api::{check_name, frame_keys, ApiError, ApiResult, ErrorCode, Limits};
 
 use super::{DecideError, Decider, KeyLabel, Request as VerdictRequest};
@@ -107,6 +108,28 @@ impl FromRequestParts<Arc<DeciderState>> for FromMatcher {
     }
 }
 
+/// The reply body of a request from the matcher. The token is checked
+/// first; a request without it is refused once its body has been drained
+/// (at most 1 MiB past the limit), so that a client that writes its whole
+/// body before reading reads the 401 rather than a reset connection.
+#[derive(Debug)]
+pub struct MatcherBody(pub Bytes);
+
+impl FromRequest<Arc<DeciderState>> for MatcherBody {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, st: &Arc<DeciderState>) -> ApiResult<Self> {
+        let (mut parts, body) = req.into_parts();
+        if let Err(e) = FromMatcher::from_request_parts(&mut parts, st).await {
+            drain(body).await;
+            return Err(e);
+        }
+        let req = Request::from_parts(parts, body);
+        let BinaryBody(bytes, _) = BinaryBody::<ReplyLimit>::from_request(req, st).await?;
+        Ok(Self(bytes))
+    }
+}
+
 #[derive(Serialize)]
 struct Health {
     role: &'static str,
@@ -182,9 +205,8 @@ struct VerdictReply {
 
 async fn verdict(
     State(st): State<Arc<DeciderState>>,
-    _auth: FromMatcher,
     query: Result<Query<VerdictQuery>, QueryRejection>,
-    BinaryBody(body, _): BinaryBody<ReplyLimit>,
+    MatcherBody(body): MatcherBody,
 ) -> ApiResult<Json<VerdictReply>> {
     let Query(q) = query?;
     check_name(&q.user)?;
