@@ -34,22 +34,13 @@ pub struct Limits {
 impl Limits {
     /// The limits for `params`.
     pub fn new(params: &Params) -> Self {
-        let n = params.degree();
-        let bits = |q: u32| (32 - q.leading_zeros()) as usize;
-        let poly_q: usize = params
-            .ciphertext_primes()
-            .iter()
-            .map(|&q| n * bits(q) / 8)
-            .sum();
-        let poly_qp = poly_q + n * bits(params.special_prime()) / 8;
-        let header = crate::bfv::HEADER_LEN;
-        let ciphertext = header + 2 + 3 * poly_q;
-        let pk = header + 2 * poly_q;
-        let rk = header + params.limbs() * 2 * poly_qp;
+        use crate::bfv::ObjectKind;
+        let max = |kind| crate::matching::max_len(kind, params) as usize;
         Self {
-            ciphertext,
-            keys: 8 + pk + rk,
-            reply: crate::matching::max_len(crate::bfv::ObjectKind::ScoreReply, params) as usize,
+            ciphertext: max(ObjectKind::Ciphertext),
+            // Two u32 length prefixes.
+            keys: 8 + max(ObjectKind::PublicKey) + max(ObjectKind::RelinKey),
+            reply: max(ObjectKind::ScoreReply),
         }
     }
 }

@@ -174,10 +174,9 @@ async fn user_keys(
             user: &user,
             epoch: q.epoch,
         };
-        let pk = st.decider.public_key(&label);
-        let rk = st
+        let (pk, rk) = st
             .decider
-            .relin_key(&label)
+            .matcher_keys(&label)
             .map_err(|e| ApiError::internal(&e.to_string()))?;
         Ok::<_, ApiError>(frame_keys(&pk.to_bytes(), Some(&rk.to_bytes())))
     });
@@ -218,8 +217,8 @@ async fn verdict(
             ));
         }
     }
-    let params = crate::server::params();
-    let reply = ScoreReply::from_bytes(&params, &body).map_err(|e| ApiError::format("reply", e))?;
+    let reply = ScoreReply::from_bytes(st.decider.params(), &body)
+        .map_err(|e| ApiError::format("reply", e))?;
     if q.samples == 0 || q.samples > reply.len() {
         return Err(ApiError::new(
             ErrorCode::BadCount,

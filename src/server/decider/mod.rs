@@ -100,11 +100,17 @@ impl Decider {
         self.master.user_keys(&self.params, label).1
     }
 
-    /// A relinearization key for `label` (fresh randomness each time): the
-    /// matcher keeps it with the user, so that its replies are size 2 and
-    /// travel in compact form, the score positions only.
-    pub fn relin_key(&self, label: &KeyLabel<'_>) -> Result<RelinKey, BfvError> {
-        RelinKey::new(&self.master.user_keys(&self.params, label).0)
+    /// What the matcher keeps for `label`: its public key, and a
+    /// relinearization key (fresh randomness each time) so that its replies
+    /// are size 2 and travel in compact form, the score positions only.
+    pub fn matcher_keys(&self, label: &KeyLabel<'_>) -> Result<(PublicKey, RelinKey), BfvError> {
+        let (sk, pk) = self.master.user_keys(&self.params, label);
+        Ok((pk, RelinKey::new(&sk)?))
+    }
+
+    /// The parameters its keys are for.
+    pub fn params(&self) -> &Params {
+        &self.params
     }
 
     /// The verdicts' signing keys, for `/.well-known/jwks.json`.
@@ -120,7 +126,7 @@ impl Decider {
         reply: &ScoreReply,
         now: u64,
     ) -> Result<String, DecideError> {
-        let (sk, _) = self.master.user_keys(&self.params, &req.label);
+        let sk = self.master.secret_key(&self.params, &req.label);
         let (scores, phase) = reply.decrypt_with_phase(&sk)?;
         if phase > MAX_PHASE {
             return Err(DecideError::NotUnderKey { phase });

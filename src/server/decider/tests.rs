@@ -73,13 +73,13 @@ impl Login {
     fn enroll(d: &Decider, label: &KeyLabel<'_>, samples: &[Vec<f32>], rng: &mut Prng) -> Login {
         let params = Params::auth4096();
         let q = Quantizer::new(&params, DIM).unwrap();
-        let pk = d.public_key(label);
+        let (pk, rk) = d.matcher_keys(label).unwrap();
         let refs: Vec<&[f32]> = samples.iter().map(|s| s.as_slice()).collect();
         let template = client::encrypt_templates_public(&pk, &q, &refs, rng).unwrap();
         Login {
             verifier: Verifier::for_decider(&params, DIM).unwrap(),
             q,
-            rk: d.relin_key(label).unwrap(),
+            rk,
             pk,
             template,
         }

@@ -95,18 +95,36 @@ impl MasterSecret {
         })
     }
 
-    /// The key pair of `label` under `params`.
-    pub fn user_keys(&self, params: &Params, label: &KeyLabel<'_>) -> (SecretKey, PublicKey) {
+    /// The 64 bytes HKDF gives `label` under `params`: the secret key's
+    /// seed, then its public key's.
+    fn seeds(&self, params: &Params, label: &KeyLabel<'_>) -> Zeroizing<[u8; 64]> {
         let hk = Hkdf::<Sha256>::new(Some(SALT), &self.0[..]);
         let mut okm = Zeroizing::new([0u8; 64]);
         // 64 bytes is far below HKDF-SHA256's 8160-byte limit.
         hk.expand(&label.info(params), &mut okm[..])
             .expect("HKDF output length");
+        okm
+    }
+
+    /// The secret key of `label` under `params` (what a verdict needs; its
+    /// public key costs an encryption of zero more).
+    pub fn secret_key(&self, params: &Params, label: &KeyLabel<'_>) -> SecretKey {
+        Self::secret_key_from(params, &self.seeds(params, label))
+    }
+
+    /// The key pair of `label` under `params`.
+    pub fn user_keys(&self, params: &Params, label: &KeyLabel<'_>) -> (SecretKey, PublicKey) {
+        let okm = self.seeds(params, label);
+        let sk = Self::secret_key_from(params, &okm);
         let mut seed = Zeroizing::new([0u8; 32]);
-        seed.copy_from_slice(&okm[..32]);
-        let sk = SecretKey::generate_with(params, &mut Prng::from_seed(*seed));
         seed.copy_from_slice(&okm[32..]);
         let pk = PublicKey::new_with(&sk, &mut Prng::from_seed(*seed));
         (sk, pk)
+    }
+
+    fn secret_key_from(params: &Params, okm: &[u8; 64]) -> SecretKey {
+        let mut seed = Zeroizing::new([0u8; 32]);
+        seed.copy_from_slice(&okm[..32]);
+        SecretKey::generate_with(params, &mut Prng::from_seed(*seed))
     }
 }
