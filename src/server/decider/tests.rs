@@ -2,10 +2,6 @@
 //! the browser the user's public key, the matcher the public and
 //! relinearization keys, the decider the master secret.
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine as _;
-use ed25519_dalek::{Signature, VerifyingKey};
-
 use super::*;
 use crate::bfv::{Ciphertext, Prng, RelinKey};
 use crate::matching::{client, Quantizer, Verifier};
@@ -43,20 +39,10 @@ fn decider(master: [u8; 32]) -> Decider {
 
 /// The verdict's claims, after checking its signature.
 fn claims(d: &Decider, jws: &str) -> serde_json::Value {
-    let parts: Vec<&str> = jws.split('.').collect();
-    let public = VerifyingKey::from_bytes(&d.verdict_keys().signing().public_key()).unwrap();
-    let sig: [u8; 64] = URL_SAFE_NO_PAD
-        .decode(parts[2])
-        .unwrap()
-        .try_into()
-        .unwrap();
-    public
-        .verify_strict(
-            format!("{}.{}", parts[0], parts[1]).as_bytes(),
-            &Signature::from_bytes(&sig),
-        )
-        .unwrap();
-    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap()
+    let public = d.verdict_keys().signing().public_key();
+    crate::server::verdict::open(&public, jws)
+        .expect("a valid signature")
+        .1
 }
 
 struct Login {

@@ -86,5 +86,26 @@ impl VerdictKey {
     }
 }
 
+/// A compact JWS's header and payload if its signature holds under
+/// `public` (an Ed25519 public key), for the tests that check verdicts.
+#[cfg(test)]
+pub(crate) fn open(public: &[u8; 32], jws: &str) -> Option<(serde_json::Value, serde_json::Value)> {
+    use ed25519_dalek::{Signature, VerifyingKey};
+    let parts: Vec<&str> = jws.split('.').collect();
+    let [header, payload, sig] = parts[..] else {
+        return None;
+    };
+    let sig: [u8; 64] = URL_SAFE_NO_PAD.decode(sig).ok()?.try_into().ok()?;
+    VerifyingKey::from_bytes(public)
+        .ok()?
+        .verify_strict(
+            format!("{header}.{payload}").as_bytes(),
+            &Signature::from_bytes(&sig),
+        )
+        .ok()?;
+    let json = |p: &str| serde_json::from_slice(&URL_SAFE_NO_PAD.decode(p).ok()?).ok();
+    Some((json(header)?, json(payload)?))
+}
+
 #[cfg(test)]
 mod tests;
