@@ -17,6 +17,8 @@ mod quantize;
 mod reply;
 mod reply_wire;
 mod verify;
+#[cfg(test)]
+mod worst_case;
 
 pub use client::Scores;
 pub use identify::{Erasure, Gallery, Identifier, Match};

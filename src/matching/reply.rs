@@ -184,46 +184,31 @@ impl ScoreReply {
 mod tests {
     use super::*;
     use crate::bfv::{Prng, PublicKey, RelinKey};
-    use crate::matching::{client, Quantizer, Verifier};
+    use crate::matching::worst_case::WorstCase;
+    use crate::matching::{client, Verifier};
 
     /// The largest possible ‖s‖₁ (every coefficient ±1) with maximum-norm
     /// templates and probes: the compact reply still decrypts exactly.
     #[test]
     fn worst_case_secret_decrypts_exactly() {
         let params = Params::auth4096();
-        let n = params.degree();
-        let coeffs: Vec<i8> = (0..n).map(|i| if i % 3 == 0 { -1 } else { 1 }).collect();
-        let sk = SecretKey::from_coeffs(&params, coeffs);
+        let w = WorstCase::new(&params, 128);
+        let (sk, q) = (&w.sk, &w.q);
         let mut rng = Prng::from_seed([6; 32]);
-        let pk = PublicKey::new_with(&sk, &mut rng);
-        let rk = RelinKey::new_with(&sk, &mut rng);
-        let d = 128;
-        let q = Quantizer::new(&params, d).unwrap();
-        let v = Verifier::new(&params, d).unwrap();
-        // Flat vectors of alternating sign: every quantized component at the
-        // largest magnitude the norm bound allows.
-        let flat: Vec<f32> = (0..d)
-            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
-            .collect();
-        let neg: Vec<f32> = flat.iter().map(|x| -x).collect();
-        let embs: Vec<&[f32]> = (0..32)
-            .map(|k| if k % 2 == 0 { &flat[..] } else { &neg[..] })
-            .collect();
-        let template = client::encrypt_templates(&sk, &q, &embs, &mut rng).unwrap();
-        let probe = client::encrypt_probe(&sk, &q, &flat, &mut rng).unwrap();
+        let pk = PublicKey::new_with(sk, &mut rng);
+        let rk = RelinKey::new_with(sk, &mut rng);
+        let v = Verifier::new(&params, 128).unwrap();
+        let template = client::encrypt_templates(sk, q, &w.templates(), &mut rng).unwrap();
+        let probe = client::encrypt_probe(sk, q, &w.flat, &mut rng).unwrap();
         let reply = v
             .verify_with(&template, &probe, &pk, Some(&rk), &mut rng)
             .unwrap();
-        let got = client::decrypt_score_reply(&sk, &q, &v.compact(&reply).unwrap(), 32).unwrap();
-        let fq = q.quantize(&flat).unwrap();
-        let norm2: i64 = fq.iter().map(|&x| x as i64 * x as i64).sum();
-        let want: Vec<i64> = (0..32)
-            .map(|k| if k % 2 == 0 { norm2 } else { -norm2 })
-            .collect();
+        let got = client::decrypt_score_reply(sk, q, &v.compact(&reply).unwrap(), 32).unwrap();
+        let want = w.scores();
         assert_eq!(got.scores, want);
         // And the same as the full ciphertext decrypts to.
         assert_eq!(
-            client::decrypt_scores(&sk, &q, &reply, 32).unwrap().scores,
+            client::decrypt_scores(sk, q, &reply, 32).unwrap().scores,
             want
         );
     }

@@ -245,30 +245,18 @@ mod tests {
     /// flooded one 5 (a flood of 2^-6 of a step), and both decrypt exactly.
     #[test]
     fn decider_replies_are_flooded_and_still_exact() {
-        use crate::matching::{client, Quantizer};
+        use crate::matching::client;
+        use crate::matching::worst_case::WorstCase;
         let params = Params::auth4096();
-        let n = params.degree();
         let d = 128;
-        let q = Quantizer::new(&params, d).unwrap();
-        let flat: Vec<f32> = (0..d)
-            .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
-            .collect();
-        let neg: Vec<f32> = flat.iter().map(|x| -x).collect();
-        let embs: Vec<&[f32]> = (0..32)
-            .map(|k| if k % 2 == 0 { &flat[..] } else { &neg[..] })
-            .collect();
-        let coeffs: Vec<i8> = (0..n).map(|i| if i % 3 == 0 { -1 } else { 1 }).collect();
-        let sk = SecretKey::from_coeffs(&params, coeffs);
+        let w = WorstCase::new(&params, d);
+        let (sk, q) = (&w.sk, &w.q);
         let mut rng = Prng::from_seed([8; 32]);
-        let pk = PublicKey::new_with(&sk, &mut rng);
-        let rk = RelinKey::new_with(&sk, &mut rng);
-        let template = client::encrypt_templates_public(&pk, &q, &embs, &mut rng).unwrap();
-        let probe = client::encrypt_probe_public(&pk, &q, &flat, &mut rng).unwrap();
-        let fq = q.quantize(&flat).unwrap();
-        let norm2: i64 = fq.iter().map(|&x| x as i64 * x as i64).sum();
-        let want: Vec<i64> = (0..32)
-            .map(|k| if k % 2 == 0 { norm2 } else { -norm2 })
-            .collect();
+        let pk = PublicKey::new_with(sk, &mut rng);
+        let rk = RelinKey::new_with(sk, &mut rng);
+        let template = client::encrypt_templates_public(&pk, q, &w.templates(), &mut rng).unwrap();
+        let probe = client::encrypt_probe_public(&pk, q, &w.flat, &mut rng).unwrap();
+        let want = w.scores();
         let decider = Verifier::for_decider(&params, d).unwrap();
         let unflooded = Verifier {
             flood: None,
@@ -286,18 +274,15 @@ mod tests {
             assert_eq!(r.level(), params.limbs());
             flooded = flooded.min(sk.noise_budget(&r).unwrap());
             let compact = decider.compact(&r).unwrap();
-            let (_, p) = compact.decrypt_with_phase(&sk).unwrap();
+            let (_, p) = compact.decrypt_with_phase(sk).unwrap();
             phase = phase.max(p);
             assert_eq!(
-                client::decrypt_score_reply(&sk, &q, &compact, 32)
+                client::decrypt_score_reply(sk, q, &compact, 32)
                     .unwrap()
                     .scores,
                 want
             );
-            assert_eq!(
-                client::decrypt_scores(&sk, &q, &r, 32).unwrap().scores,
-                want
-            );
+            assert_eq!(client::decrypt_scores(sk, q, &r, 32).unwrap().scores, want);
         }
         eprintln!(
             "decider reply, worst-case inputs: own noise budget {own:.1} bits, flooded \
