@@ -15,30 +15,16 @@ struct DeciderProc {
 
 impl DeciderProc {
     fn start(dir: &Path) -> DeciderProc {
-        let log = std::fs::File::create(dir.join("decider.log")).unwrap();
         let secrets = dir.join("decider");
-        let mut child = server_cmd()
-            .args(["decide", "--init", "--bind", "127.0.0.1:0", "--dir"])
+        let mut cmd = server_cmd();
+        cmd.args(["decide", "--init", "--bind", "127.0.0.1:0", "--dir"])
             .arg(&secrets)
-            .args(["--issuer", "https://login.example"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("blindmatch-server decider listening on ")
-            .unwrap_or_else(|| {
-                let log = std::fs::read_to_string(dir.join("decider.log")).unwrap_or_default();
-                panic!("decider did not start: {line:?}\n{log}")
-            })
-            .trim_end_matches('/')
-            .to_string();
+            .args(["--issuer", "https://login.example"]);
+        let (child, url) = spawn_listening(
+            cmd,
+            &dir.join("decider.log"),
+            "blindmatch-server decider listening on ",
+        );
         let token = std::fs::read_to_string(secrets.join("matcher.token")).unwrap();
         DeciderProc { child, url, token }
     }

@@ -78,6 +78,38 @@ pub(crate) fn temp_dir(tag: &str) -> TempDir {
     TempDir(dir)
 }
 
+/// Starts `cmd` (logging to `log`, appended) and reads the first stdout
+/// line, `banner` and then the URL it listens on (loopback).
+pub(crate) fn spawn_listening(mut cmd: Command, log: &Path, banner: &str) -> (Child, String) {
+    let log_file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .unwrap();
+    let mut child = cmd
+        .env("BLINDMATCH_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(log_file))
+        .spawn()
+        .expect("start blindmatch-server");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix(banner)
+        .unwrap_or_else(|| {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            panic!("did not start: {line:?}\n{log}")
+        })
+        .trim_end_matches('/')
+        .to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    (child, url)
+}
+
 /// A running server process; killed (SIGKILL) on drop.
 pub(crate) struct Server {
     pub(crate) child: Arc<Mutex<Child>>,
@@ -86,14 +118,9 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(dir: &Path, extra: &[&str]) -> Server {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join("server.log"))
-            .unwrap();
         let db = dir.join("blindmatch.db");
-        let mut child = server_cmd()
-            .arg("serve")
+        let mut cmd = server_cmd();
+        cmd.arg("serve")
             .args(["--bind", "127.0.0.1:0", "--threads", "2"])
             .arg("--db")
             .arg(&db)
@@ -101,27 +128,12 @@ impl Server {
             .arg(dir.join("www"))
             .arg("--pkg")
             .arg(dir.join("pkg"))
-            .args(extra)
-            .env("BLINDMATCH_LOG", "info")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("start blindmatch-server");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let url = line
-            .trim()
-            .strip_prefix("blindmatch-server listening on ")
-            .unwrap_or_else(|| {
-                let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
-                panic!("server did not start: {line:?}\n{log}")
-            })
-            .trim_end_matches('/')
-            .to_string();
-        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+            .args(extra);
+        let (child, url) = spawn_listening(
+            cmd,
+            &dir.join("server.log"),
+            "blindmatch-server listening on ",
+        );
         Server {
             child: Arc::new(Mutex::new(child)),
             url,
