@@ -88,24 +88,15 @@ fn serve_reads_env_and_refuses_a_newer_schema() {
 #[test]
 fn bench_prints_each_row_with_a_rate() {
     let _machine = shared();
-    let out = server_cmd()
-        .args([
-            "bench",
-            "--verifications",
-            "4",
-            "--gallery",
-            "256",
-            "--threads",
-            "2",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = run_ok(server_cmd().args([
+        "bench",
+        "--verifications",
+        "4",
+        "--gallery",
+        "256",
+        "--threads",
+        "2",
+    ]));
     let lines: Vec<&str> = text.lines().collect();
     assert!(lines[0].starts_with("backend "), "{text}");
     for row in [
@@ -145,16 +136,7 @@ fn keygen_force_writes_the_secret_key_mode_0600() {
     let sk = dir.join("service.sk");
     std::fs::write(&sk, b"old").unwrap();
     std::fs::set_permissions(&sk, std::fs::Permissions::from_mode(0o644)).unwrap();
-    let out = server_cmd()
-        .args(["keygen", "--force", "--out"])
-        .arg(&*dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    run_ok(server_cmd().args(["keygen", "--force", "--out"]).arg(&*dir));
     let meta = std::fs::metadata(&sk).unwrap();
     assert_eq!(meta.permissions().mode() & 0o777, 0o600);
     assert!(meta.len() > 3, "service.sk was not rewritten");

@@ -288,21 +288,22 @@ pub(crate) fn count_rows(db: &Path, sql: &str) -> i64 {
     conn.query_row(sql, [], |r| r.get(0)).unwrap()
 }
 
-/// Runs `keygen` into `dir/keys`; returns the secret key's path and the
-/// public key.
-pub(crate) fn service_key(dir: &Path) -> (PathBuf, PublicKey) {
-    let keydir = dir.join("keys");
-    let out = server_cmd()
-        .arg("keygen")
-        .arg("--out")
-        .arg(&keydir)
-        .output()
-        .unwrap();
+/// Runs a command that must succeed (its stderr shown if not); its stdout.
+pub(crate) fn run_ok(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Runs `keygen` into `dir/keys`; returns the secret key's path and the
+/// public key.
+pub(crate) fn service_key(dir: &Path) -> (PathBuf, PublicKey) {
+    let keydir = dir.join("keys");
+    run_ok(server_cmd().arg("keygen").arg("--out").arg(&keydir));
     let pk = std::fs::read(keydir.join("service.pk")).unwrap();
     let pk = PublicKey::from_bytes(&Params::auth4096(), &pk).unwrap();
     (keydir.join("service.sk"), pk)

@@ -9,19 +9,15 @@ fn verifications(u: &str, user: &str) -> serde_json::Value {
 }
 
 fn audit_lines(db: &Path, user: &str) -> usize {
-    let out = server_cmd()
-        .arg("audit")
-        .arg("--db")
-        .arg(db)
-        .args(["--user", user])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().lines().count()
+    run_ok(
+        server_cmd()
+            .arg("audit")
+            .arg("--db")
+            .arg(db)
+            .args(["--user", user]),
+    )
+    .lines()
+    .count()
 }
 
 #[test]
