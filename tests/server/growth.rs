@@ -51,17 +51,6 @@ fn peak_rss(pid: u32) -> u64 {
     kb * 1024
 }
 
-/// Whether the server runs under an emulator (whose memory and speed say
-/// nothing about the server's).
-fn emulated(test: &str) -> bool {
-    let runner = std::env::var("BLINDMATCH_TEST_RUNNER").unwrap_or_default();
-    if runner.trim().is_empty() {
-        return false;
-    }
-    println!("{test}: skipped under BLINDMATCH_TEST_RUNNER (memory and timing of the emulator, nothing architecture-specific)");
-    true
-}
-
 /// The slowest of the answers to `GET url` sent one after another on one
 /// keep-alive connection until `stop`, and how many there were.
 fn slowest_while(
@@ -88,7 +77,10 @@ fn slowest_while(
 /// stored size (docs/API.md, Storage).
 #[test]
 fn a_100_mb_gallery_loads_row_by_row() {
-    if emulated("a_100_mb_gallery_loads_row_by_row") {
+    if emulated(
+        "a_100_mb_gallery_loads_row_by_row",
+        "memory and timing of the emulator, nothing architecture-specific",
+    ) {
         return;
     }
     let _machine = shared();
@@ -131,7 +123,10 @@ fn a_100_mb_gallery_loads_row_by_row() {
 /// scan to end.
 #[test]
 fn metrics_and_gallery_listing_answer_during_a_long_identify() {
-    if emulated("metrics_and_gallery_listing_answer_during_a_long_identify") {
+    if emulated(
+        "metrics_and_gallery_listing_answer_during_a_long_identify",
+        "memory and timing of the emulator, nothing architecture-specific",
+    ) {
         return;
     }
     let _machine = alone();
@@ -220,7 +215,10 @@ pub(crate) fn now_ms() -> i64 {
 /// connection keeps answering while the rows go.
 #[test]
 fn deleting_a_user_with_200k_audit_rows_stalls_nobody() {
-    if emulated("deleting_a_user_with_200k_audit_rows_stalls_nobody") {
+    if emulated(
+        "deleting_a_user_with_200k_audit_rows_stalls_nobody",
+        "memory and timing of the emulator, nothing architecture-specific",
+    ) {
         return;
     }
     let _machine = alone();

@@ -34,6 +34,18 @@ pub(crate) fn server_cmd() -> Command {
     }
 }
 
+/// Whether the server runs under an emulator (`BLINDMATCH_TEST_RUNNER`), in
+/// which case `test`, which checks nothing architecture-specific, says so
+/// and why, and skips itself.
+pub(crate) fn emulated(test: &str, why: &str) -> bool {
+    let runner = std::env::var("BLINDMATCH_TEST_RUNNER").unwrap_or_default();
+    if runner.trim().is_empty() {
+        return false;
+    }
+    println!("{test}: skipped under BLINDMATCH_TEST_RUNNER ({why})");
+    true
+}
+
 pub(crate) static NEXT_DIR: AtomicUsize = AtomicUsize::new(0);
 
 /// The tests run in parallel. The overhead measurement takes this lock

@@ -75,11 +75,11 @@ fn append(u: &str, gallery: &str, ct: &[u8]) -> Resp {
 
 #[test]
 fn hostile_traffic_loses_nothing_acknowledged() {
-    if std::env::var("BLINDMATCH_TEST_RUNNER").is_ok_and(|r| !r.trim().is_empty()) {
-        eprintln!(
-            "hostile: skipped under an emulator (it checks the server's I/O, not the \
-             target's arithmetic, which the other server tests cover)"
-        );
+    if emulated(
+        "hostile",
+        "it checks the server's I/O, not the target's arithmetic, which the other server \
+         tests cover",
+    ) {
         return;
     }
     let _machine = alone();

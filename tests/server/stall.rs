@@ -160,8 +160,10 @@ const STALLED: usize = 1200;
 
 #[test]
 fn stalled_bodies_neither_starve_fresh_clients_nor_outlive_the_deadline() {
-    if std::env::var("BLINDMATCH_TEST_RUNNER").is_ok_and(|r| !r.trim().is_empty()) {
-        println!("skipped under an emulator: 1,200 sockets test the network code, not the target");
+    if emulated(
+        "stalled_bodies",
+        "1,200 sockets test the network code, not the target",
+    ) {
         return;
     }
     let _machine = alone();
