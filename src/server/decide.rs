@@ -18,12 +18,7 @@ const TOKEN: &str = "matcher.token";
 const VERDICT_KEYS: &str = "verdict-keys";
 
 pub(super) fn decide_main(args: DecideArgs) -> Result<(), String> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| format!("tokio runtime: {e}"))?;
-    rt.block_on(decide(args))
+    serve::runtime()?.block_on(decide(args))
 }
 
 async fn decide(args: DecideArgs) -> Result<(), String> {

@@ -21,12 +21,17 @@ pub(super) fn serve_main(args: ServeArgs) -> Result<(), String> {
     // woke the idle one). Verifications hand this worker's duties to a
     // fresh thread while they compute (`AppState::compute_here`), so a
     // multi-threaded runtime is still required.
-    let rt = tokio::runtime::Builder::new_multi_thread()
+    runtime()?.block_on(serve(args, threads))
+}
+
+/// The runtime of a serving process (the matcher's, the decider's): one
+/// I/O worker, on a multi-threaded runtime.
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
-        .map_err(|e| format!("tokio runtime: {e}"))?;
-    rt.block_on(serve(args, threads))
+        .map_err(|e| format!("tokio runtime: {e}"))
 }
 
 /// Opens the store, builds the state and serves until SIGINT/SIGTERM.
