@@ -20,6 +20,8 @@ pub struct Loaded {
     /// The template with its part of the multiplication precomputed.
     pub template: PreparedCiphertext,
     pub count: u32,
+    /// Login mode: the decider's key epoch (`None`: keys the user holds).
+    pub key_epoch: Option<u32>,
 }
 
 impl std::fmt::Debug for Loaded {

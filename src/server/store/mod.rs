@@ -94,6 +94,9 @@ const MIGRATIONS: &[&str] = &[
     DROP INDEX audit_user;
     CREATE INDEX audit_user_id ON audit(user_id);
     CREATE TABLE deleted_users (id INTEGER PRIMARY KEY);",
+    // 7: login mode: the decider's key epoch of a user whose keys the
+    // decider derived (NULL: keys the user holds).
+    "ALTER TABLE users ADD COLUMN key_epoch INTEGER;",
 ];
 
 /// The schema version this build writes.
@@ -367,7 +370,7 @@ mod tests {
     fn prune_audit_removes_only_rows_past_the_cut() {
         let dir = TestDir::new("prune");
         let store = Store::open(&dir.join("t.db")).unwrap();
-        store.put_keys("ann", "00", b"pk", None, 10).unwrap();
+        store.put_keys("ann", "00", b"pk", None, None, 10).unwrap();
         let old = PRUNE_CHUNK as usize + 5;
         for (i, ts) in (0..old as i64).chain(1_000_000..1_000_010).enumerate() {
             let r = AuditRow {
@@ -400,8 +403,8 @@ mod tests {
         let dir = TestDir::new("auditlog");
         let path = dir.join("t.db");
         let store = Store::open(&path).unwrap();
-        store.put_keys("ann", "00", b"pk", None, 10).unwrap();
-        store.put_keys("bob", "00", b"pk", None, 10).unwrap();
+        store.put_keys("ann", "00", b"pk", None, None, 10).unwrap();
+        store.put_keys("bob", "00", b"pk", None, None, 10).unwrap();
         // Registered at the epoch: journaled rows belong to a user of their
         // name registered at or before their time.
         store
@@ -464,7 +467,7 @@ mod tests {
         };
         {
             let store = std::sync::Arc::new(Store::open(&path).unwrap());
-            store.put_keys("ann", "00", b"pk", None, 10).unwrap();
+            store.put_keys("ann", "00", b"pk", None, None, 10).unwrap();
             let log = AuditLog::start(store.clone(), None).unwrap();
             log.record(row("ann"), 1).unwrap();
             assert_eq!(rows_in_db(&store.lock().unwrap()), 0);
@@ -490,7 +493,7 @@ mod tests {
         let path2 = dir2.join("t.db");
         {
             let store = Store::open(&path2).unwrap();
-            store.put_keys("ann", "00", b"pk", None, 10).unwrap();
+            store.put_keys("ann", "00", b"pk", None, None, 10).unwrap();
             for _ in 0..3 {
                 store.journal.append(row("ann")).unwrap();
             }
@@ -515,8 +518,8 @@ mod tests {
     fn user_reads_count_journaled_rows_without_flushing() {
         let dir = TestDir::new("readcount");
         let store = Store::open(&dir.join("t.db")).unwrap();
-        store.put_keys("ann", "00", b"pk", None, 10).unwrap();
-        store.put_keys("bob", "00", b"pk", None, 10).unwrap();
+        store.put_keys("ann", "00", b"pk", None, None, 10).unwrap();
+        store.put_keys("bob", "00", b"pk", None, None, 10).unwrap();
         for _ in 0..3 {
             store.journal_audit(row("ann"), 1).unwrap();
         }
@@ -541,8 +544,8 @@ mod tests {
         let dir = TestDir::new("namesake");
         let path = dir.join("t.db");
         let store = Store::open(&path).unwrap();
-        store.put_keys("ann", "00", b"pk", None, 10).unwrap();
-        store.put_keys("bob", "00", b"pk", None, 10).unwrap();
+        store.put_keys("ann", "00", b"pk", None, None, 10).unwrap();
+        store.put_keys("bob", "00", b"pk", None, None, 10).unwrap();
         let old = store.load_user("ann").unwrap().unwrap().id;
         let n = super::audit::DELETE_CHUNK as usize * 2 + 7;
         for _ in 0..n {
@@ -557,7 +560,7 @@ mod tests {
         );
         assert!(store.delete_user("ann").unwrap());
         assert!(!store.delete_user("ann").unwrap());
-        store.put_keys("ann", "00", b"pk", None, 10).unwrap();
+        store.put_keys("ann", "00", b"pk", None, None, 10).unwrap();
         let new = store.load_user("ann").unwrap().unwrap().id;
         assert!(new > old, "id {new} reused");
         store.journal_audit(row("ann"), old).unwrap();
@@ -629,7 +632,7 @@ mod tests {
         let ann = store.load_user("ann").unwrap().unwrap().id;
         let bob = store.load_user("bob").unwrap().unwrap().id;
         assert_ne!(ann, bob);
-        store.put_keys("cid", "00", b"pk", None, 10).unwrap();
+        store.put_keys("cid", "00", b"pk", None, None, 10).unwrap();
         assert!(store.load_user("cid").unwrap().unwrap().id > ann.max(bob));
         let rows: i64 = store
             .lock()
@@ -645,13 +648,13 @@ mod tests {
     fn registration_past_max_users_is_refused() {
         let dir = TestDir::new("maxusers");
         let store = Store::open(&dir.join("t.db")).unwrap();
-        store.put_keys("ann", "00", b"pk", None, 1).unwrap();
+        store.put_keys("ann", "00", b"pk", None, None, 1).unwrap();
         assert!(matches!(
-            store.put_keys("bob", "00", b"pk", None, 1),
+            store.put_keys("bob", "00", b"pk", None, None, 1),
             Err(StoreError::TooManyUsers { max: 1 })
         ));
         assert!(store.load_user("bob").unwrap().is_none());
         assert!(store.delete_user("ann").unwrap());
-        store.put_keys("bob", "00", b"pk", None, 1).unwrap();
+        store.put_keys("bob", "00", b"pk", None, None, 1).unwrap();
     }
 }

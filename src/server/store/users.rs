@@ -18,6 +18,9 @@ pub struct UserRecord {
     pub relin_key: Option<Vec<u8>>,
     /// Serialized template ciphertext and its sample count.
     pub template: Option<(Vec<u8>, u32)>,
+    /// Login mode: the decider's key epoch the keys are of (`None`: keys
+    /// the user holds).
+    pub key_epoch: Option<u32>,
 }
 
 impl std::fmt::Debug for UserRecord {
@@ -29,6 +32,7 @@ impl std::fmt::Debug for UserRecord {
             .field("public_key_len", &self.public_key.len())
             .field("relin_key_len", &self.relin_key.as_ref().map(Vec::len))
             .field("template_len", &self.template.as_ref().map(|t| t.0.len()))
+            .field("key_epoch", &self.key_epoch)
             .finish()
     }
 }
@@ -45,17 +49,23 @@ pub struct UserInfo {
     pub template_bytes: Option<usize>,
     pub template_updated: Option<i64>,
     pub verifications: i64,
+    /// Login mode: the decider's key epoch (absent: keys the user holds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_epoch: Option<u32>,
 }
 
 impl Store {
-    /// Registers a new user's keys under a new id. Refuses an existing
-    /// user, and a new one when `max_users` are registered.
+    /// Registers a new user's keys under a new id (`key_epoch`: the
+    /// decider's epoch of keys it derived, `None` for keys the user holds).
+    /// Refuses an existing user, and a new one when `max_users` are
+    /// registered.
     pub fn put_keys(
         &self,
         user: &str,
         params_id: &str,
         public_key: &[u8],
         relin_key: Option<&[u8]>,
+        key_epoch: Option<u32>,
         max_users: usize,
     ) -> Result<(), StoreError> {
         self.write(|tx| {
@@ -73,10 +83,33 @@ impl Store {
             )?;
             let ms = now_millis();
             tx.execute(
-                "INSERT INTO users (id, user, params_id, public_key, relin_key, created, created_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![id, user, params_id, public_key, relin_key, ms / 1000, ms],
+                "INSERT INTO users (id, user, params_id, public_key, relin_key, created, created_ms, key_epoch)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![id, user, params_id, public_key, relin_key, ms / 1000, ms, key_epoch],
             )?;
+            Ok(())
+        })
+    }
+
+    /// Moves a user to the decider's keys of `key_epoch`, in one
+    /// transaction: the new keys replace the old, and the template (under
+    /// the old key) is removed. The user keeps their id.
+    pub fn rotate_keys(
+        &self,
+        user: &str,
+        public_key: &[u8],
+        relin_key: Option<&[u8]>,
+        key_epoch: u32,
+    ) -> Result<(), StoreError> {
+        self.write(|tx| {
+            let changed = tx.execute(
+                "UPDATE users SET public_key = ?2, relin_key = ?3, key_epoch = ?4 WHERE user = ?1",
+                params![user, public_key, relin_key, key_epoch],
+            )?;
+            if changed == 0 {
+                return Err(StoreError::UnknownUser);
+            }
+            tx.execute("DELETE FROM templates WHERE user = ?1", [user])?;
             Ok(())
         })
     }
@@ -108,7 +141,8 @@ impl Store {
             let tx = c.transaction()?;
             let rec = tx
                 .query_row(
-                    "SELECT u.params_id, u.public_key, u.relin_key, t.ciphertext, t.count, u.id
+                    "SELECT u.params_id, u.public_key, u.relin_key, t.ciphertext, t.count, u.id,
+                            u.key_epoch
                      FROM users u LEFT JOIN templates t ON t.user = u.user WHERE u.user = ?1",
                     [user],
                     |r| {
@@ -120,6 +154,7 @@ impl Store {
                             public_key: r.get(1)?,
                             relin_key: r.get(2)?,
                             template: ct.zip(count),
+                            key_epoch: r.get(6)?,
                         })
                     },
                 )
@@ -139,7 +174,7 @@ impl Store {
                 .query_row(
                     "SELECT u.params_id, u.created, length(u.public_key), length(u.relin_key),
                             t.count, length(t.ciphertext), t.updated,
-                            (SELECT count(*) FROM audit a WHERE a.user_id = u.id), u.id
+                            (SELECT count(*) FROM audit a WHERE a.user_id = u.id), u.id, u.key_epoch
                      FROM users u LEFT JOIN templates t ON t.user = u.user WHERE u.user = ?1",
                     [user],
                     |r| {
@@ -153,6 +188,7 @@ impl Store {
                             template_bytes: r.get::<_, Option<i64>>(5)?.map(|v| v as usize),
                             template_updated: r.get(6)?,
                             verifications: r.get(7)?,
+                            key_epoch: r.get(9)?,
                         };
                         Ok((info, r.get::<_, i64>(8)?))
                     },

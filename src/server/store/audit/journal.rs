@@ -526,7 +526,7 @@ mod tests {
     fn failing_flushes_keep_two_files_and_fsync_each_time() {
         let d = dir("failing");
         let store = Store::open(&d.join("t.db")).unwrap();
-        store.put_keys("ann", "00", b"pk", None, 10).unwrap();
+        store.put_keys("ann", "00", b"pk", None, None, 10).unwrap();
         // Rows journaled without a user id attach to the user of their name
         // registered before them: stamp them after the registration.
         let after = crate::server::store::now_millis();
