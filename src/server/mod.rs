@@ -8,6 +8,8 @@
 //! * [`gallery`]: 1:N galleries in memory (`serve --service-key`).
 //! * [`routes`]: the route table the router and the metrics share.
 //! * [`decider`]: the login decision (per-user keys, policy, verdict).
+//! * [`login`]: the matcher's side of login mode (the decider's client,
+//!   tickets and challenges, failed-login throttling).
 //! * [`verdict`]: signed verdicts (Ed25519 JWS) and their JWK set.
 //! * [`cli`]: the command line; `serve`, `bench` and `admin` (keygen,
 //!   backup, audit) run its subcommands.
@@ -24,6 +26,7 @@ mod decide;
 pub mod decider;
 pub mod gallery;
 mod listen;
+pub mod login;
 pub mod metrics;
 pub mod routes;
 mod secret_file;

@@ -8,14 +8,17 @@
 //! signed too: a relying party never has to tell "no answer" from "no".
 //!
 //! * [`keys`]: the Ed25519 keys, their PKCS#8 files, the JWK set.
+//! * [`check`]: checking a verdict against a JWK set.
 //! * [`Claims`]: what a verdict says.
 
+pub mod check;
 pub mod keys;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+pub use check::{CheckError, PublicKeys};
 pub use keys::{VerdictKey, VerdictKeys};
 
 /// What the decider concluded.

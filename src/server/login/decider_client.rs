@@ -1,0 +1,293 @@
+//! The matcher's calls to the decider (docs/API.md, "The decider"): HTTP/1.1
+//! over TCP, each call with the matcher's bearer token, on a connection
+//! kept for the next call when it can be.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::client::conn::http1::{self, SendRequest};
+use hyper::header;
+use hyper_util::rt::TokioIo;
+use serde::Deserialize;
+use tokio::net::TcpStream;
+use zeroize::Zeroizing;
+
+use crate::server::api::{ApiError, ErrorCode};
+
+/// Connections kept open for later calls.
+const IDLE_CONNECTIONS: usize = 8;
+/// Largest answer read from the decider (a keys framing is about 230 KB).
+const MAX_ANSWER: usize = 1 << 20;
+/// A call's deadline, connecting included.
+const CALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Why a call to the decider failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DeciderError {
+    /// No connection, a broken one, a timeout, an unreadable answer.
+    #[error("decider unreachable: {0}")]
+    Transport(String),
+    /// The decider answered with a JSON error.
+    #[error("decider refused ({status} {code}): {message}")]
+    Refused {
+        status: u16,
+        code: String,
+        message: String,
+    },
+}
+
+impl DeciderError {
+    /// The decider's error code, when it answered with one.
+    pub fn code(&self) -> Option<&str> {
+        match self {
+            Self::Refused { code, .. } => Some(code),
+            Self::Transport(_) => None,
+        }
+    }
+}
+
+impl From<DeciderError> for ApiError {
+    fn from(e: DeciderError) -> Self {
+        // The decider's `not_under_key` is the client's fault (a probe
+        // under another key); everything else is the matcher's problem and
+        // is reported as such, its detail in the log only.
+        match &e {
+            DeciderError::Refused { code, message, .. } if code == "not_under_key" => {
+                ApiError::new(ErrorCode::NotUnderKey, message.clone())
+            }
+            _ => {
+                tracing::error!(error = %e, "call to the decider");
+                ApiError::new(
+                    ErrorCode::DeciderUnavailable,
+                    "the decider could not be reached",
+                )
+            }
+        }
+    }
+}
+
+/// A client of one decider.
+pub struct DeciderClient {
+    /// `host:port`, for connecting and for the `Host` header.
+    authority: String,
+    /// The `Authorization` header's value.
+    bearer: Zeroizing<String>,
+    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+}
+
+impl std::fmt::Debug for DeciderClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeciderClient")
+            .field("authority", &self.authority)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Deserialize)]
+struct ErrorBody {
+    error: String,
+    code: String,
+}
+
+impl DeciderClient {
+    /// A client of the decider at `url` (`http://host:port`, no path), which
+    /// presents `token`.
+    pub fn new(url: &str, token: &str) -> Result<Self, String> {
+        let authority = url
+            .strip_prefix("http://")
+            .ok_or_else(|| format!("--decider {url}: an http:// URL (host:port) is expected"))?
+            .trim_end_matches('/');
+        if authority.is_empty() || authority.contains('/') || !authority.contains(':') {
+            return Err(format!(
+                "--decider {url}: http://host:port, with no path, is expected"
+            ));
+        }
+        let token = token.trim();
+        if token.is_empty() {
+            return Err("the decider token file is empty".into());
+        }
+        Ok(Self {
+            authority: authority.to_string(),
+            bearer: Zeroizing::new(format!("Bearer {token}")),
+            idle: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// `GET /v1/user-keys/{user}?epoch=E`: the keys framing of the user's
+    /// public and relinearization keys.
+    pub async fn user_keys(&self, user: &str, epoch: u32) -> Result<Bytes, DeciderError> {
+        let path = format!("/v1/user-keys/{user}?epoch={epoch}");
+        self.call("GET", &path, Bytes::new()).await
+    }
+
+    /// `POST /v1/verdicts`: the compact reply in, the signed verdict out.
+    pub async fn verdict(
+        &self,
+        query: &VerdictQuery<'_>,
+        reply: Vec<u8>,
+    ) -> Result<String, DeciderError> {
+        #[derive(Deserialize)]
+        struct Answer {
+            verdict: String,
+        }
+        let path = format!("/v1/verdicts?{}", query.encode());
+        let body = self.call("POST", &path, Bytes::from(reply)).await?;
+        let a: Answer = serde_json::from_slice(&body)
+            .map_err(|e| DeciderError::Transport(format!("verdict answer: {e}")))?;
+        Ok(a.verdict)
+    }
+
+    /// `GET /.well-known/jwks.json`: the verdict keys.
+    pub async fn jwks(&self) -> Result<Bytes, DeciderError> {
+        self.call("GET", "/.well-known/jwks.json", Bytes::new())
+            .await
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Bytes) -> Result<Bytes, DeciderError> {
+        tokio::time::timeout(CALL_TIMEOUT, self.exchange(method, path, body))
+            .await
+            .map_err(|_| DeciderError::Transport(format!("{method} {path}: timed out")))?
+    }
+
+    async fn exchange(&self, method: &str, path: &str, body: Bytes) -> Result<Bytes, DeciderError> {
+        let transport =
+            |e: &dyn std::fmt::Display| DeciderError::Transport(format!("{method} {path}: {e}"));
+        let mut sender = match self.take_idle() {
+            Some(s) => s,
+            None => self.connect().await?,
+        };
+        let req = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header(header::HOST, &self.authority)
+            .header(header::AUTHORIZATION, self.bearer.as_str())
+            .header(header::CONTENT_TYPE, "application/octet-stream")
+            .body(Full::new(body))
+            .map_err(|e| transport(&e))?;
+        let resp = sender.send_request(req).await.map_err(|e| transport(&e))?;
+        let status = resp.status();
+        let bytes = Limited::new(resp.into_body(), MAX_ANSWER)
+            .collect()
+            .await
+            .map_err(|e| transport(&e))?
+            .to_bytes();
+        self.put_idle(sender);
+        if status.is_success() {
+            return Ok(bytes);
+        }
+        let (code, message) = match serde_json::from_slice::<ErrorBody>(&bytes) {
+            Ok(e) => (e.code, e.error),
+            Err(_) => (String::new(), String::from_utf8_lossy(&bytes).into_owned()),
+        };
+        Err(DeciderError::Refused {
+            status: status.as_u16(),
+            code,
+            message,
+        })
+    }
+
+    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, DeciderError> {
+        let stream = TcpStream::connect(&self.authority)
+            .await
+            .map_err(|e| DeciderError::Transport(format!("connect {}: {e}", self.authority)))?;
+        let _ = stream.set_nodelay(true);
+        let (sender, conn) = http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| DeciderError::Transport(format!("handshake: {e}")))?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(sender)
+    }
+
+    fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(s) = idle.pop() {
+            if !s.is_closed() {
+                return Some(s);
+            }
+        }
+        None
+    }
+
+    fn put_idle(&self, sender: SendRequest<Full<Bytes>>) {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        if idle.len() < IDLE_CONNECTIONS && !sender.is_closed() {
+            idle.push(sender);
+        }
+    }
+}
+
+/// The query of a verdict request.
+#[derive(Clone, Debug)]
+pub struct VerdictQuery<'a> {
+    pub user: &'a str,
+    pub epoch: u32,
+    pub samples: u32,
+    pub aud: &'a str,
+    pub nonce: &'a str,
+}
+
+impl VerdictQuery<'_> {
+    fn encode(&self) -> String {
+        format!(
+            "user={}&epoch={}&samples={}&aud={}&nonce={}",
+            percent(self.user),
+            self.epoch,
+            self.samples,
+            percent(self.aud),
+            percent(self.nonce)
+        )
+    }
+}
+
+/// Percent-encodes everything but RFC 3986's unreserved characters.
+fn percent(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_are_percent_encoded() {
+        let q = VerdictQuery {
+            user: "alice",
+            epoch: 2,
+            samples: 3,
+            aud: "https://rp.example/a b&c",
+            nonce: "n0~_.-",
+        };
+        assert_eq!(
+            q.encode(),
+            "user=alice&epoch=2&samples=3&aud=https%3A%2F%2Frp.example%2Fa%20b%26c&nonce=n0~_.-"
+        );
+    }
+
+    #[test]
+    fn only_http_host_port_urls_are_accepted() {
+        assert!(DeciderClient::new("http://127.0.0.1:8081", "t").is_ok());
+        assert!(DeciderClient::new("http://127.0.0.1:8081/", "t").is_ok());
+        for bad in [
+            "127.0.0.1:8081",
+            "https://h:1",
+            "http://h",
+            "http://h:1/x",
+            "http://",
+        ] {
+            assert!(DeciderClient::new(bad, "t").is_err(), "{bad}");
+        }
+        assert!(DeciderClient::new("http://h:1", " \n").is_err());
+    }
+}
