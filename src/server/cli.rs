@@ -25,7 +25,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the HTTP API, the demo page and the package.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Write a service key pair for 1:N identification.
     Keygen(KeygenArgs),
     /// Measure matching throughput on this machine.
@@ -138,6 +138,52 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub cors_origins: Vec<String>,
+    /// The relying parties' API keys, one per line (`#` comments and blank
+    /// lines ignored): the management API (registering users, tickets,
+    /// challenges, deleting users, galleries, metadata, `/metrics`) then
+    /// needs `Authorization: Bearer <key>`. Required in login mode; without
+    /// it, and without `--decider`, the management API is open.
+    #[arg(long, env = "BLINDMATCH_API_KEY_FILE")]
+    pub api_key_file: Option<PathBuf>,
+    /// Serve `/metrics` without the API key.
+    #[arg(long, env = "BLINDMATCH_METRICS_PUBLIC")]
+    pub metrics_public: bool,
+    /// Login mode: the decider's URL (`http://host:port`). The matcher then
+    /// holds no secret key: users' keys come from the decider, and a login
+    /// answers with the decider's signed verdict.
+    #[arg(long, env = "BLINDMATCH_DECIDER")]
+    pub decider: Option<String>,
+    /// The file holding the token the matcher presents to the decider (the
+    /// decider's `matcher.token`).
+    #[arg(long, env = "BLINDMATCH_DECIDER_TOKEN_FILE")]
+    pub decider_token_file: Option<PathBuf>,
+    /// Relying parties a login challenge may name as its audience (repeat
+    /// or separate with commas). Default: any.
+    #[arg(long = "audience", env = "BLINDMATCH_AUDIENCES", value_delimiter = ',')]
+    pub audiences: Vec<String>,
+    /// Seconds an enrollment ticket stays valid.
+    #[arg(long, env = "BLINDMATCH_TICKET_LIFETIME", default_value_t = 600)]
+    pub ticket_lifetime: u64,
+    /// Seconds a login challenge stays valid.
+    #[arg(long, env = "BLINDMATCH_CHALLENGE_LIFETIME", default_value_t = 120)]
+    pub challenge_lifetime: u64,
+    /// Failed logins in a row that lock a user out (1 to 100).
+    #[arg(long, env = "BLINDMATCH_LOCKOUT_FAILURES", default_value_t = 100,
+          value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub lockout_failures: u32,
+    /// After 5 failed logins in a row (per user, per address) the next
+    /// waits this many milliseconds, doubling with each further failure up
+    /// to a minute (0: no waiting; lockout still applies).
+    #[arg(long, env = "BLINDMATCH_FAILURE_DELAY_MS", default_value_t = 1000)]
+    pub failure_delay_ms: u64,
+    /// Proxies whose `X-Forwarded-For` names the client address (repeat or
+    /// separate with commas); other peers are their own address.
+    #[arg(
+        long = "trusted-proxy",
+        env = "BLINDMATCH_TRUSTED_PROXIES",
+        value_delimiter = ','
+    )]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 impl ServeArgs {
@@ -248,7 +294,7 @@ pub fn main() -> ExitCode {
     // BLINDMATCH_BACKEND is read by the library, which cannot refuse it;
     // a name this machine cannot run stops the server here.
     let result = crate::Backend::from_env().and_then(|_| match cli.command {
-        Command::Serve(args) => serve::serve_main(args),
+        Command::Serve(args) => serve::serve_main(*args),
         Command::Keygen(args) => admin::keygen(&args),
         Command::Bench(args) => bench::bench(&args),
         Command::Backup(args) => admin::backup(&args),

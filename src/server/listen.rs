@@ -26,6 +26,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{watch, Semaphore};
 
+use super::api::auth::PeerAddr;
 use super::conn::{ConnInfo, ConnTiming, TimedStream};
 
 /// Open files the server keeps for itself beyond its connections (the
@@ -182,12 +183,16 @@ impl Conn {
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "TCP_NODELAY");
         }
+        let peer = tcp.peer_addr().ok().map(|a| PeerAddr(a.ip()));
         let stream = TimedStream::new(tcp);
         let timing = stream.timing();
         let info = ConnectInfo(ConnInfo(timing.clone()));
         let app = self.app;
         let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
             req.extensions_mut().insert(info.clone());
+            if let Some(peer) = peer {
+                req.extensions_mut().insert(peer);
+            }
             tower::ServiceExt::oneshot(app.clone(), req)
         });
         let conn = self.http.serve_connection(TokioIo::new(stream), service);

@@ -21,6 +21,11 @@ pub const USER: &str = "/v1/users/{user}";
 pub const USER_KEYS: &str = "/v1/users/{user}/keys";
 pub const USER_TEMPLATE: &str = "/v1/users/{user}/template";
 pub const USER_VERIFY: &str = "/v1/users/{user}/verify";
+pub const USER_TICKETS: &str = "/v1/users/{user}/tickets";
+pub const USER_PUBLIC_KEY: &str = "/v1/users/{user}/public-key";
+pub const USER_CHALLENGES: &str = "/v1/users/{user}/challenges";
+pub const USER_LOGIN: &str = "/v1/users/{user}/login";
+pub const JWKS: &str = "/.well-known/jwks.json";
 pub const SERVICE_PUBLIC_KEY: &str = "/v1/service/public-key";
 pub const GALLERIES: &str = "/v1/galleries";
 pub const GALLERY: &str = "/v1/galleries/{gallery}";
@@ -44,7 +49,7 @@ const fn one_to_n(path: &'static str, methods: &'static [&'static str]) -> Route
 }
 
 /// Every API route. Static files (`/`, `/pkg/...`) are the fallback.
-pub const ROUTES: [Route; 13] = [
+pub const ROUTES: [Route; 18] = [
     route(HEALTHZ, &["GET"]),
     route(METRICS, &["GET"]),
     route(PARAMS, &["GET"]),
@@ -52,6 +57,11 @@ pub const ROUTES: [Route; 13] = [
     route(USER_KEYS, &["PUT"]),
     route(USER_TEMPLATE, &["PUT"]),
     route(USER_VERIFY, &["POST"]),
+    route(USER_TICKETS, &["POST"]),
+    route(USER_PUBLIC_KEY, &["GET"]),
+    route(USER_CHALLENGES, &["POST"]),
+    route(USER_LOGIN, &["POST"]),
+    route(JWKS, &["GET"]),
     one_to_n(SERVICE_PUBLIC_KEY, &["GET"]),
     one_to_n(GALLERIES, &["GET"]),
     one_to_n(GALLERY, &["GET", "DELETE"]),

@@ -11,6 +11,7 @@ use crate::matching::{Identifier, Verifier};
 
 use super::api::{self, AppState, Gate, Limits};
 use super::cli::ServeArgs;
+use super::login::{DeciderClient, Login, OneTime, Throttle};
 use super::store::{self, Store};
 use super::{cache, cores, gallery, listen, metrics, params};
 
@@ -42,6 +43,17 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     let store = Arc::new(Store::open(&args.db).map_err(|e| format!("{}: {e}", args.db.display()))?);
+    let api_keys = match &args.api_key_file {
+        Some(path) => api::auth::ApiKeys::load(path)?,
+        None => api::auth::ApiKeys::default(),
+    };
+    let login = login_mode(&args, &api_keys)?;
+    // In login mode scores go to the decider only: replies masked and
+    // flooded for it (`Verifier::for_decider`).
+    let verifier = match &login {
+        Some(_) => Verifier::for_decider(&params, args.dim).map_err(|e| format!("--dim: {e}"))?,
+        None => verifier,
+    };
     let service = match &args.service_key {
         Some(path) => Some(Arc::new(load_service(path, &params, &args, &store)?)),
         None => None,
@@ -79,6 +91,11 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         service,
         metrics: metrics::Metrics::default(),
         body_timeout: Duration::from_millis(args.body_timeout_ms.max(1)),
+        api_keys,
+        metrics_public: args.metrics_public,
+        tickets: OneTime::new(Duration::from_secs(args.ticket_lifetime.max(1)), TOKENS, 4),
+        login,
+        trusted_proxies: args.trusted_proxies.clone(),
     });
     let listener = listen::bind(args.bind).map_err(|e| format!("bind {}: {e}", args.bind))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
@@ -89,10 +106,17 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         threads,
         backend = crate::Backend::detect().name(),
         identify = state.service.is_some(),
+        login = state.login.is_some(),
+        management = if state.api_keys.is_open() { "open" } else { "api key" },
         hosts = %browser.hosts(),
         "serving"
     );
     browser.warn_if_unreachable(addr);
+    if state.api_keys.is_open() {
+        tracing::warn!(
+            "no --api-key-file: anyone who reaches this address may register, enroll and delete users"
+        );
+    }
     // The first stdout line, for scripts and tests that bind port 0.
     {
         let mut out = std::io::stdout().lock();
@@ -111,6 +135,56 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         Err(e) => tracing::error!(error = %e, "audit flush at stop"),
     }
     Ok(())
+}
+
+/// Outstanding tickets (and, separately, challenges) at most.
+const TOKENS: usize = 100_000;
+
+/// The login-mode state of `--decider`, which needs the API keys and the
+/// decider's token.
+fn login_mode(
+    args: &ServeArgs,
+    api_keys: &api::auth::ApiKeys,
+) -> Result<Option<Arc<Login>>, String> {
+    let Some(url) = &args.decider else {
+        if args.decider_token_file.is_some() {
+            return Err("--decider-token-file needs --decider".into());
+        }
+        return Ok(None);
+    };
+    if args.service_key.is_some() {
+        return Err(
+            "--decider and --service-key: a matcher in login mode holds no secret key".into(),
+        );
+    }
+    if api_keys.is_open() {
+        return Err(
+            "--decider needs --api-key-file: login mode never runs with an open management API"
+                .into(),
+        );
+    }
+    let token_file = args
+        .decider_token_file
+        .as_ref()
+        .ok_or("--decider needs --decider-token-file")?;
+    let token = zeroize::Zeroizing::new(
+        std::fs::read_to_string(token_file)
+            .map_err(|e| format!("{}: {e}", token_file.display()))?,
+    );
+    let client = DeciderClient::new(url, &token)?;
+    Ok(Some(Arc::new(Login::new(
+        client,
+        OneTime::new(
+            Duration::from_secs(args.challenge_lifetime.max(1)),
+            TOKENS,
+            16,
+        ),
+        Throttle::new(
+            Duration::from_millis(args.failure_delay_ms),
+            args.lockout_failures,
+        ),
+        args.audiences.clone(),
+    ))))
 }
 
 pub(super) async fn shutdown_signal() {

@@ -75,11 +75,31 @@ pub enum ErrorCode {
     MisdirectedHost,
     /// A queue for matching work is full.
     Overloaded,
+    /// An enrollment ticket that is unknown, expired, used, or another user's.
+    InvalidTicket,
+    /// A login challenge that is unknown, expired, used, or another user's.
+    InvalidChallenge,
+    /// A `Verdict` credential that is not a fresh, valid accept verdict for
+    /// the user named in the path.
+    InvalidVerdict,
+    /// A route of the user-held-key mode on a matcher in login mode.
+    LoginMode,
+    /// A login-mode route on a matcher started without `--decider`.
+    LoginDisabled,
+    /// Too many failed logins of this user or from this address: retry
+    /// after `Retry-After` seconds.
+    Throttled,
+    /// 100 consecutive failed logins: the user must enroll again (with a
+    /// ticket).
+    LockedOut,
+    /// The matcher could not reach the decider, or it answered with an
+    /// error.
+    DeciderUnavailable,
 }
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 33] = [
+    pub const ALL: [ErrorCode; 41] = [
         Self::BadName,
         Self::Truncated,
         Self::Malformed,
@@ -113,6 +133,14 @@ impl ErrorCode {
         Self::UnsupportedMediaType,
         Self::MisdirectedHost,
         Self::Overloaded,
+        Self::InvalidTicket,
+        Self::InvalidChallenge,
+        Self::InvalidVerdict,
+        Self::LoginMode,
+        Self::LoginDisabled,
+        Self::Throttled,
+        Self::LockedOut,
+        Self::DeciderUnavailable,
     ];
 
     /// The code as it goes on the wire (and into the request log).
@@ -151,6 +179,14 @@ impl ErrorCode {
             Self::UnsupportedMediaType => "unsupported_media_type",
             Self::MisdirectedHost => "misdirected_host",
             Self::Overloaded => "overloaded",
+            Self::InvalidTicket => "invalid_ticket",
+            Self::InvalidChallenge => "invalid_challenge",
+            Self::InvalidVerdict => "invalid_verdict",
+            Self::LoginMode => "login_mode",
+            Self::LoginDisabled => "login_disabled",
+            Self::Throttled => "throttled",
+            Self::LockedOut => "locked_out",
+            Self::DeciderUnavailable => "decider_unavailable",
         }
     }
 
@@ -173,8 +209,15 @@ impl ErrorCode {
             | Self::UnknownGallery
             | Self::IdentifyDisabled
             | Self::UnknownTemplate
+            | Self::LoginDisabled
             | Self::NotFound => StatusCode::NOT_FOUND,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::InvalidTicket
+            | Self::InvalidChallenge
+            | Self::InvalidVerdict
+            | Self::LoginMode => StatusCode::FORBIDDEN,
+            Self::Throttled | Self::LockedOut => StatusCode::TOO_MANY_REQUESTS,
+            Self::DeciderUnavailable => StatusCode::BAD_GATEWAY,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -16,6 +16,9 @@ use super::ErrorCode;
 pub struct ApiError {
     pub code: ErrorCode,
     pub message: String,
+    /// Seconds for the `Retry-After` header (`throttled`; `overloaded` is
+    /// always 1).
+    pub retry_after: Option<u64>,
 }
 
 /// The error code of a response, for the request log.
@@ -36,6 +39,18 @@ impl ApiError {
         Self {
             code,
             message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// 429 `throttled`, to retry after `seconds`.
+    pub fn throttled(seconds: u64) -> Self {
+        Self {
+            retry_after: Some(seconds),
+            ..Self::new(
+                ErrorCode::Throttled,
+                format!("too many failed logins: retry in {seconds} s"),
+            )
         }
     }
 
@@ -46,6 +61,20 @@ impl ApiError {
 
     pub(crate) fn internal(message: &str) -> Self {
         Self::new(ErrorCode::Internal, message)
+    }
+
+    /// 403 `login_mode`: a route of the user-held-key mode.
+    pub(super) fn login_mode(why: &str) -> Self {
+        Self::new(ErrorCode::LoginMode, why)
+    }
+
+    /// 404 `login_disabled`: a login-mode route on a matcher without a
+    /// decider.
+    pub(super) fn login_disabled() -> Self {
+        Self::new(
+            ErrorCode::LoginDisabled,
+            "login mode is off: the matcher was started without --decider",
+        )
     }
 
     pub(super) fn unknown_user() -> Self {
@@ -201,9 +230,13 @@ impl IntoResponse for ApiError {
             body,
         )
             .into_response();
-        if self.code == ErrorCode::Overloaded {
+        let retry = match self.code {
+            ErrorCode::Overloaded => Some(1),
+            _ => self.retry_after,
+        };
+        if let Some(s) = retry {
             resp.headers_mut()
-                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(s));
         }
         resp.extensions_mut().insert(LoggedCode(self.code));
         resp

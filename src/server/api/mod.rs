@@ -7,18 +7,21 @@
 //! tokio's blocking pool; a verification's audit row is journaled by its own
 //! thread (one `write`) and moved into the database by the audit flusher.
 //!
-//! * [`router`](mod@router): the routes and their layers.
+//! * [`router`](mod@router): the routes and their layers; [`auth`]: the
+//!   credential each route needs, and the API keys.
 //! * [`state`]: [`AppState`], [`Service`], [`Limits`], [`Quotas`].
 //! * [`error`]: [`ApiError`] and the conversions into it; [`code`]: the
 //!   [`ErrorCode`] of each (docs/API.md's error table).
 //! * [`extract`]: checked names and size-limited binary bodies;
 //!   `deadline`: the body deadline; [`origin`]: the `Host` check, the
 //!   bodies' media types, CORS; [`gate`]: the bounded queues for matching.
-//! * `users`, `verify`, `galleries` (1:N: a router with its own state),
+//! * `users`, `verify`, `login` (tickets, challenges, login mode),
+//!   `galleries` (1:N: a router with its own state),
 //!   [`meta`], `static_files`: the handlers, by resource; `wire`: the keys
 //!   framing and the fresh-ciphertext check; `log`: the request-logging
 //!   middleware.
 
+pub mod auth;
 pub mod code;
 mod deadline;
 pub mod error;
@@ -26,6 +29,7 @@ pub mod extract;
 mod galleries;
 pub mod gate;
 mod log;
+mod login;
 pub mod meta;
 pub mod origin;
 pub mod router;

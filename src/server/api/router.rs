@@ -15,7 +15,9 @@ use crate::server::routes;
 
 use super::extract::drain;
 use super::origin::{self, BrowserPolicy};
-use super::{deadline, galleries, log, meta, static_files, users, verify, ApiError, AppState};
+use super::{
+    auth, deadline, galleries, log, login, meta, static_files, users, verify, ApiError, AppState,
+};
 
 /// Largest JSON body (identify).
 pub(super) const JSON_LIMIT: usize = 64 * 1024;
@@ -51,7 +53,14 @@ fn build(state: Arc<AppState>, policy: Option<&BrowserPolicy>) -> Router {
         .route(routes::USER_KEYS, put(users::put_keys))
         .route(routes::USER_TEMPLATE, put(users::put_template))
         .route(routes::USER_VERIFY, post(verify::verify))
+        .route(routes::USER_TICKETS, post(login::issue_ticket))
+        .route(routes::USER_PUBLIC_KEY, get(login::public_key))
+        .route(routes::USER_CHALLENGES, post(login::issue_challenge))
+        .route(routes::USER_LOGIN, post(login::login_user))
+        .route(routes::JWKS, get(login::jwks))
         .merge(one_to_n)
+        // Every route's credential (`auth::access`), checked once routed.
+        .route_layer(middleware::from_fn_with_state(state.clone(), auth::guard))
         .fallback(static_files::static_files)
         // After the merge: it reaches the 1:N routes too.
         .method_not_allowed_fallback(method_not_allowed)

@@ -14,6 +14,9 @@ use crate::server::gallery::Galleries;
 use crate::server::metrics::Metrics;
 use crate::server::store::{AuditLog, Store, StoreError};
 
+use crate::server::login::{Login, OneTime};
+
+use super::auth::ApiKeys;
 use super::{ApiError, Gate};
 
 /// Per-route body limits, derived from the parameters: the largest valid
@@ -104,6 +107,16 @@ pub struct AppState {
     /// A request's body must arrive in full within this time of its head
     /// (`--body-timeout-ms`, the `deadline` layer).
     pub body_timeout: std::time::Duration,
+    /// The relying parties' API keys (`--api-key-file`; none: open).
+    pub api_keys: ApiKeys,
+    /// `/metrics` without the API key (`--metrics-public`).
+    pub metrics_public: bool,
+    /// Outstanding enrollment tickets.
+    pub tickets: OneTime<()>,
+    /// Login mode (`--decider`): the decider, challenges, failed logins.
+    pub login: Option<Arc<Login>>,
+    /// Peers whose `X-Forwarded-For` names the client (`--trusted-proxy`).
+    pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
 /// 1:N state: the operator's service key and the in-memory galleries.

@@ -66,6 +66,11 @@ fn state_with(tag: &str, service: Option<Arc<Service>>) -> Arc<AppState> {
         service,
         metrics: Metrics::default(),
         body_timeout: std::time::Duration::from_secs(15),
+        api_keys: Default::default(),
+        metrics_public: false,
+        tickets: crate::server::login::OneTime::new(std::time::Duration::from_secs(60), 16, 4),
+        login: None,
+        trusted_proxies: Vec::new(),
     })
 }
 

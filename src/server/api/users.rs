@@ -7,13 +7,15 @@ use axum::body::Bytes;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::Json;
+use axum::{Extension, Json};
 use serde::Deserialize;
 
 use crate::bfv::{PublicKey, RelinKey};
 use crate::matching::pack;
+use crate::server::login::TokenError;
 use crate::server::store::UserInfo;
 
+use super::auth::Caller;
 use super::extract::{BinaryBody, CiphertextBody, KeysBody, UserName};
 use super::state::{db, to_completion};
 use super::wire::{parse_fresh_ciphertext, split_keys};
@@ -29,10 +31,22 @@ pub(super) async fn user_info(
 
 pub(super) async fn put_keys(
     State(st): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     user: ApiResult<UserName>,
     BinaryBody(body, _): KeysBody,
 ) -> ApiResult<StatusCode> {
     let UserName(user) = user?;
+    if st.login.is_some() {
+        return Err(ApiError::login_mode(
+            "keys come from the decider: POST .../tickets registers the user",
+        ));
+    }
+    // The ticket is taken with the template; here it must be valid.
+    if let Caller::Ticket(t) = &caller {
+        if !st.tickets.peek(t, &user) {
+            return Err(TokenError::Invalid.refusal(ErrorCode::InvalidTicket));
+        }
+    }
     register_keys(st, user, body).await?;
     Ok(StatusCode::CREATED)
 }
@@ -58,7 +72,7 @@ async fn register_keys(st: Arc<AppState>, user: String, body: Bytes) -> ApiResul
         let u = user.clone();
         db(&st.store, move |s| {
             let (pk, rk) = split_keys(&body).expect("checked above");
-            s.put_keys(&u, &params_id, pk, rk, max_users)
+            s.put_keys(&u, &params_id, pk, rk, None, max_users)
         })
         .await?;
         st.cache.invalidate(&user);
@@ -91,18 +105,23 @@ pub(super) fn check_count(
 
 pub(super) async fn put_template(
     State(st): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
     user: ApiResult<UserName>,
     query: Result<Query<CountQuery>, QueryRejection>,
     BinaryBody(body, _): CiphertextBody,
 ) -> ApiResult<StatusCode> {
     let UserName(user) = user?;
     let count = check_count(&st, query)?;
-    enroll_template(st, user, body, count).await?;
+    enroll_template(st, caller, user, body, count).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
+/// Checks the template, takes the caller's ticket if it holds one (a
+/// template that does not parse leaves the ticket unused), then stores it.
+/// In login mode, enrolling again lifts a lockout.
 async fn enroll_template(
     st: Arc<AppState>,
+    caller: Caller,
     user: String,
     body: Bytes,
     count: u32,
@@ -111,10 +130,18 @@ async fn enroll_template(
     let body2 = body.clone();
     st.compute(move || parse_fresh_ciphertext(&params, "template", &body2).map(drop))
         .await??;
+    if let Caller::Ticket(t) = &caller {
+        st.tickets
+            .take(t, &user)
+            .map_err(|e| e.refusal(ErrorCode::InvalidTicket))?;
+    }
     to_completion(async move {
         let u = user.clone();
         db(&st.store, move |s| s.put_template(&u, &body, count)).await?;
         st.cache.invalidate(&user);
+        if let Some(login) = &st.login {
+            login.throttle.forget(&user);
+        }
         Ok(())
     })
     .await
@@ -128,6 +155,9 @@ pub(super) async fn delete_user(
         let u = user.clone();
         let existed = db(&st.store, move |s| s.delete_user(&u)).await?;
         st.cache.invalidate(&user);
+        if let Some(login) = &st.login {
+            login.throttle.forget(&user);
+        }
         Ok(existed)
     })
     .await?;

@@ -54,10 +54,24 @@ impl VerifyTimes {
     }
 }
 
-/// A verification's reply bytes and where its time went.
-struct Verified {
-    reply: Vec<u8>,
-    times: VerifyTimes,
+/// A verification's reply bytes, where its time went, and whose it was.
+pub(super) struct Verified {
+    pub reply: Vec<u8>,
+    pub times: VerifyTimes,
+    /// The user's id (for an audit row written later).
+    pub user_id: i64,
+    /// The user's key epoch (login mode).
+    pub key_epoch: Option<u32>,
+}
+
+/// When a verification's audit row is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Audit {
+    /// Before the reply, with the outcome `ok` (the server does not know
+    /// the scores).
+    Now,
+    /// By the caller, once it knows the outcome (a login's verdict).
+    Later,
 }
 
 pub(super) async fn verify(
@@ -66,9 +80,15 @@ pub(super) async fn verify(
     BinaryBody(body, _): CiphertextBody,
 ) -> ApiResult<Response> {
     let UserName(user) = user?;
-    let Verified { reply, times: t } = verify_user(&st, user, body).await?;
-    st.metrics
-        .verify_phases([t.queue_us, t.parse_us, t.match_us, t.audit_us, t.db_us]);
+    if st.login.is_some() {
+        return Err(ApiError::login_mode(
+            "scores are not returned in login mode: POST .../login with a challenge",
+        ));
+    }
+    let Verified {
+        reply, times: t, ..
+    } = verify_user(&st, user, body, Audit::Now).await?;
+    t.record(&st);
     let timing = t.server_timing();
     let mut resp = (
         StatusCode::OK,
@@ -94,9 +114,27 @@ pub(super) async fn verify(
     Ok(resp)
 }
 
+impl VerifyTimes {
+    /// Counts the verification in `/metrics`.
+    pub(super) fn record(&self, st: &AppState) {
+        st.metrics.verify_phases([
+            self.queue_us,
+            self.parse_us,
+            self.match_us,
+            self.audit_us,
+            self.db_us,
+        ]);
+    }
+}
+
 /// Verifies `probe` against `user`'s template: the user's parsed objects
 /// come from the cache, or are read and parsed (and then cached).
-async fn verify_user(st: &Arc<AppState>, user: String, probe: Bytes) -> ApiResult<Verified> {
+pub(super) async fn verify_user(
+    st: &Arc<AppState>,
+    user: String,
+    probe: Bytes,
+    when: Audit,
+) -> ApiResult<Verified> {
     let mut db_us = 0;
     let cached = st.cache.get(&user);
     let (stamp, record) = match &cached {
@@ -147,19 +185,22 @@ async fn verify_user(st: &Arc<AppState>, user: String, probe: Bytes) -> ApiResul
             let total = start.elapsed().as_micros() as u64;
             // The audit row, journaled before the reply is sent (see
             // `AuditLog`). Its time is storage time, not part of `match`.
-            let audit = state
-                .audit
-                .record(
-                    AuditRow {
-                        user: audit_user,
-                        ts: now_millis(),
-                        outcome: "ok".into(),
-                        duration_us: total,
-                    },
-                    loaded.user_id,
-                )
-                .map_err(ApiError::audit)?;
-            let audit_us = audit.as_micros() as u64;
+            let audit_us = match when {
+                Audit::Now => state
+                    .audit
+                    .record(
+                        AuditRow {
+                            user: audit_user,
+                            ts: now_millis(),
+                            outcome: "ok".into(),
+                            duration_us: total,
+                        },
+                        loaded.user_id,
+                    )
+                    .map_err(ApiError::audit)?
+                    .as_micros() as u64,
+                Audit::Later => 0,
+            };
             Ok((
                 bytes,
                 loaded,
@@ -175,11 +216,17 @@ async fn verify_user(st: &Arc<AppState>, user: String, probe: Bytes) -> ApiResul
         })
         .await??;
     t.count = loaded.count;
+    let (user_id, key_epoch) = (loaded.user_id, loaded.key_epoch);
     if let Some(stamp) = stamp {
         st.cache.insert(&user, stamp, loaded);
     }
     t.db_us += db_us;
-    Ok(Verified { reply, times: t })
+    Ok(Verified {
+        reply,
+        times: t,
+        user_id,
+        key_epoch,
+    })
 }
 
 /// Parses a stored user record (keys and template) and prepares the
@@ -206,5 +253,6 @@ fn parse_record(params: &Params, verifier: &Verifier, rec: UserRecord) -> ApiRes
         rk,
         template,
         count,
+        key_epoch: rec.key_epoch,
     })
 }

@@ -1,0 +1,376 @@
+//! Login: enrollment tickets, users' public keys, challenges, the login
+//! itself (a verdict from the decider) and the decider's JWK set. The
+//! credentials each route needs are checked before these run (`auth`).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+
+use crate::bfv::{PublicKey, RelinKey};
+use crate::server::login::{Challenge, Login, Refusal, VerdictQuery};
+use crate::server::store::{now_millis, now_secs, AuditRow};
+use crate::server::verdict::Outcome;
+
+use super::auth::{client_addr, PeerAddr};
+use super::extract::{BinaryBody, CiphertextBody, UserName};
+use super::state::{db, to_completion};
+use super::verify::{verify_user, Audit};
+use super::wire::split_keys;
+use super::{ApiError, ApiResult, AppState, ErrorCode};
+
+/// Longest `aud` accepted (and so the longest `nonce`, a challenge, is far
+/// below the decider's bound).
+const MAX_AUDIENCE_LEN: usize = 256;
+
+fn login(st: &AppState) -> ApiResult<&Arc<Login>> {
+    st.login.as_ref().ok_or_else(ApiError::login_disabled)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct TicketQuery {
+    #[serde(default)]
+    rotate: bool,
+}
+
+#[derive(Serialize)]
+pub(super) struct TicketReply {
+    user: String,
+    ticket: String,
+    /// Seconds since the Unix epoch.
+    expires_at: i64,
+    /// Login mode: the key epoch the template must be encrypted under.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    epoch: Option<u32>,
+}
+
+/// `POST /v1/users/{user}/tickets[?rotate=true]`: an enrollment ticket. In
+/// login mode it registers the user on first use, with keys from the
+/// decider; `rotate` moves a registered user to the next key epoch (their
+/// template goes: they enroll again with this ticket).
+pub(super) async fn issue_ticket(
+    State(st): State<Arc<AppState>>,
+    user: ApiResult<UserName>,
+    query: Result<Query<TicketQuery>, QueryRejection>,
+) -> ApiResult<(StatusCode, Json<TicketReply>)> {
+    let UserName(user) = user?;
+    let Query(q) = query?;
+    let epoch = match &st.login {
+        Some(login) => Some(register(&st, login, &user, q.rotate).await?),
+        None => None,
+    };
+    let ticket = st
+        .tickets
+        .issue(&user, ())
+        .map_err(|e| e.refusal(ErrorCode::InvalidTicket))?;
+    let expires_at = now_secs() + st.tickets.lifetime().as_secs() as i64;
+    Ok((
+        StatusCode::CREATED,
+        Json(TicketReply {
+            user,
+            ticket,
+            expires_at,
+            epoch,
+        }),
+    ))
+}
+
+/// Makes sure `user` has the decider's keys (of the next epoch when
+/// `rotate`), and returns their epoch.
+async fn register(
+    st: &Arc<AppState>,
+    login: &Arc<Login>,
+    user: &str,
+    rotate: bool,
+) -> ApiResult<u32> {
+    let u = user.to_string();
+    let current = db(&st.store, move |s| s.load_user(&u))
+        .await?
+        .map(|r| r.key_epoch);
+    let epoch = match current {
+        Some(Some(e)) if !rotate => return Ok(e),
+        Some(Some(e)) => e
+            .checked_add(1)
+            .ok_or_else(|| ApiError::internal("key epoch overflow"))?,
+        // Keys the user held (registered before login mode): the next
+        // ticket with `rotate` moves them to the decider's.
+        Some(None) if !rotate => {
+            return Err(ApiError::login_mode(
+                "this user holds their own keys: issue the ticket with ?rotate=true",
+            ))
+        }
+        Some(None) | None => 0,
+    };
+    let keys = login.decider.user_keys(user, epoch).await?;
+    // What the decider sent must parse before it is stored.
+    let params = st.params.clone();
+    let checked = keys.clone();
+    st.compute(move || -> ApiResult<()> {
+        let (pk, rk) = split_keys(&checked)?;
+        PublicKey::from_bytes(&params, pk)
+            .map_err(|e| ApiError::corrupt("decider public key", e))?;
+        let rk = rk.ok_or_else(|| ApiError::internal("the decider sent no relinearization key"))?;
+        RelinKey::from_bytes(&params, rk)
+            .map_err(|e| ApiError::corrupt("decider relinearization key", e))?;
+        Ok(())
+    })
+    .await??;
+    let (state, owned, params_id, max_users) = (
+        st.clone(),
+        user.to_string(),
+        st.params.id_hex(),
+        st.quotas.users,
+    );
+    let exists = current.is_some();
+    to_completion(async move {
+        let u = owned.clone();
+        let stored = db(&state.store, move |s| {
+            let (pk, rk) = split_keys(&keys).expect("checked above");
+            if exists {
+                s.rotate_keys(&u, pk, rk, epoch)
+            } else {
+                s.put_keys(&u, &params_id, pk, rk, Some(epoch), max_users)
+            }
+        })
+        .await;
+        state.cache.invalidate(&owned);
+        match stored {
+            // Registered meanwhile by another ticket request: same keys.
+            Err(e) if e.code == ErrorCode::UserExists => Ok(()),
+            other => other,
+        }
+    })
+    .await?;
+    if rotate {
+        login.throttle.forget(user);
+    }
+    Ok(epoch)
+}
+
+/// `GET /v1/users/{user}/public-key`: what the browser encrypts the
+/// user's template and probes under.
+pub(super) async fn public_key(
+    State(st): State<Arc<AppState>>,
+    user: ApiResult<UserName>,
+) -> ApiResult<Response> {
+    let UserName(user) = user?;
+    let rec = db(&st.store, move |s| s.load_user(&user))
+        .await?
+        .ok_or_else(ApiError::unknown_user)?;
+    let mut resp = (
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/octet-stream"),
+        )],
+        rec.public_key,
+    )
+        .into_response();
+    if let Some(e) = rec.key_epoch {
+        resp.headers_mut().insert(
+            header::HeaderName::from_static("x-key-epoch"),
+            HeaderValue::from(e),
+        );
+    }
+    Ok(resp)
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct ChallengeQuery {
+    aud: String,
+}
+
+#[derive(Serialize)]
+pub(super) struct ChallengeReply {
+    user: String,
+    challenge: String,
+    aud: String,
+    expires_at: i64,
+}
+
+/// `POST /v1/users/{user}/challenges?aud=A`: a login challenge for `user`,
+/// whose verdict will name `aud`.
+pub(super) async fn issue_challenge(
+    State(st): State<Arc<AppState>>,
+    user: ApiResult<UserName>,
+    query: Result<Query<ChallengeQuery>, QueryRejection>,
+) -> ApiResult<(StatusCode, Json<ChallengeReply>)> {
+    let login = login(&st)?.clone();
+    let UserName(user) = user?;
+    let Query(q) = query?;
+    let aud = q.aud;
+    if aud.is_empty() || aud.len() > MAX_AUDIENCE_LEN || aud.chars().any(char::is_control) {
+        return Err(ApiError::new(
+            ErrorCode::BadQuery,
+            format!("aud: 1 to {MAX_AUDIENCE_LEN} printable characters"),
+        ));
+    }
+    if !login.audiences.is_empty() && !login.audiences.contains(&aud) {
+        return Err(ApiError::new(
+            ErrorCode::BadQuery,
+            "aud is none of the matcher's --audience values",
+        ));
+    }
+    let u = user.clone();
+    let rec = db(&st.store, move |s| s.load_user(&u))
+        .await?
+        .ok_or_else(ApiError::unknown_user)?;
+    if rec.template.is_none() {
+        return Err(ApiError::new(
+            ErrorCode::NoTemplate,
+            "this user has no enrolled template",
+        ));
+    }
+    let challenge = login
+        .challenges
+        .issue(
+            &user,
+            Challenge {
+                audience: aud.clone(),
+            },
+        )
+        .map_err(|e| e.refusal(ErrorCode::InvalidChallenge))?;
+    let expires_at = now_secs() + login.challenges.lifetime().as_secs() as i64;
+    Ok((
+        StatusCode::CREATED,
+        Json(ChallengeReply {
+            user,
+            challenge,
+            aud,
+            expires_at,
+        }),
+    ))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct LoginQuery {
+    challenge: String,
+}
+
+#[derive(Serialize)]
+pub(super) struct LoginReply {
+    verdict: String,
+    outcome: Outcome,
+}
+
+/// `POST /v1/users/{user}/login?challenge=C`: the probe against the user's
+/// template, masked for the decider, whose signed verdict is the answer.
+pub(super) async fn login_user(
+    State(st): State<Arc<AppState>>,
+    user: ApiResult<UserName>,
+    query: Result<Query<LoginQuery>, QueryRejection>,
+    peer: Option<Extension<PeerAddr>>,
+    headers: HeaderMap,
+    BinaryBody(probe, _): CiphertextBody,
+) -> ApiResult<Json<LoginReply>> {
+    let login = login(&st)?.clone();
+    let UserName(user) = user?;
+    let Query(q) = query?;
+    let addr = client_addr(&st, &headers, peer.map(|p| p.0));
+    match login.throttle.check(&user, addr, Instant::now()) {
+        Ok(()) => {}
+        Err(Refusal::LockedOut) => {
+            return Err(ApiError::new(
+                ErrorCode::LockedOut,
+                "too many failed logins: enroll again with a ticket",
+            ))
+        }
+        Err(Refusal::Wait(s)) => return Err(ApiError::throttled(s)),
+    }
+    let challenge = login
+        .challenges
+        .take(&q.challenge, &user)
+        .map_err(|e| e.refusal(ErrorCode::InvalidChallenge))?;
+    let start = Instant::now();
+    let verified = verify_user(&st, user.clone(), probe, Audit::Later).await?;
+    verified.times.record(&st);
+    let Some(epoch) = verified.key_epoch else {
+        return Err(ApiError::login_mode(
+            "this user holds their own keys: enroll again with a ticket issued with ?rotate=true",
+        ));
+    };
+    let query = VerdictQuery {
+        user: &user,
+        epoch,
+        samples: verified.times.count,
+        aud: &challenge.audience,
+        nonce: &q.challenge,
+    };
+    let (verdict, outcome) = match login.decider.verdict(&query, verified.reply).await {
+        Ok(jws) => {
+            let outcome = outcome_of(&jws)?;
+            (Ok(jws), outcome)
+        }
+        // A probe under another key: no verdict, and a failed attempt.
+        Err(e) if e.code() == Some("not_under_key") => (Err(ApiError::from(e)), Outcome::Reject),
+        Err(e) => return Err(e.into()),
+    };
+    match outcome {
+        Outcome::Accept => login.throttle.succeeded(&user, addr),
+        Outcome::Reject => login.throttle.failed(&user, addr, Instant::now()),
+    }
+    let row = AuditRow {
+        user,
+        ts: now_millis(),
+        outcome: match outcome {
+            Outcome::Accept => "accept",
+            Outcome::Reject => "reject",
+        }
+        .into(),
+        duration_us: start.elapsed().as_micros() as u64,
+    };
+    // Journaled before the reply, as a verification's row (`AuditLog`).
+    let audit = st.clone();
+    tokio::task::spawn_blocking(move || audit.audit.record(row, verified.user_id))
+        .await
+        .map_err(|_| ApiError::internal("audit task failed"))?
+        .map_err(ApiError::audit)?;
+    Ok(Json(LoginReply {
+        verdict: verdict?,
+        outcome,
+    }))
+}
+
+/// The outcome a verdict states (read, not checked: it comes from the
+/// decider over the matcher's authenticated channel).
+fn outcome_of(jws: &str) -> ApiResult<Outcome> {
+    #[derive(Deserialize)]
+    struct Claims {
+        outcome: Outcome,
+    }
+    let payload = jws.split('.').nth(1).unwrap_or_default();
+    URL_SAFE_NO_PAD
+        .decode(payload)
+        .ok()
+        .and_then(|p| serde_json::from_slice::<Claims>(&p).ok())
+        .map(|c| c.outcome)
+        .ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::DeciderUnavailable,
+                "the decider's verdict does not parse",
+            )
+        })
+}
+
+/// `GET /.well-known/jwks.json`: the decider's verdict keys, for relying
+/// parties on the page's origin.
+pub(super) async fn jwks(State(st): State<Arc<AppState>>) -> ApiResult<Response> {
+    let (raw, _) = login(&st)?.jwks().await?;
+    Ok((
+        [
+            (header::CACHE_CONTROL, "public, max-age=300"),
+            (header::CONTENT_TYPE, "application/jwk-set+json"),
+        ],
+        raw,
+    )
+        .into_response())
+}
