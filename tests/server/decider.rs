@@ -6,95 +6,22 @@ use crate::harness::*;
 use blindmatch::matching::Verifier;
 use blindmatch::server::split_keys;
 
-/// A running decider; killed on drop.
-struct DeciderProc {
-    child: Child,
-    url: String,
-    token: String,
-}
-
-impl DeciderProc {
-    fn start(dir: &Path) -> DeciderProc {
-        let secrets = dir.join("decider");
-        let mut cmd = server_cmd();
-        cmd.args(["decide", "--init", "--bind", "127.0.0.1:0", "--dir"])
-            .arg(&secrets)
-            .args(["--issuer", "https://login.example"]);
-        let (child, url) = spawn_listening(
-            cmd,
-            &dir.join("decider.log"),
-            "blindmatch-server decider listening on ",
-        );
-        let token = std::fs::read_to_string(secrets.join("matcher.token")).unwrap();
-        DeciderProc { child, url, token }
-    }
-}
-
-impl Drop for DeciderProc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A request with an optional bearer token.
 fn call_as(method: &str, url: &str, token: Option<&str>, body: Option<&[u8]>) -> Resp {
-    let mut req = ureq::request(method, url).timeout(Duration::from_secs(60));
-    if let Some(t) = token {
-        req = req.set("authorization", &format!("Bearer {t}"));
-    }
-    let r = match body {
-        Some(b) => req
-            .set("content-type", "application/octet-stream")
-            .send_bytes(b),
-        None => req.call(),
-    };
-    let resp = match r {
-        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{method} {url}: {e}"),
-    };
-    let status = resp.status();
-    let content_type = resp.header("content-type").unwrap_or("").to_string();
-    let mut body = Vec::new();
-    resp.into_reader().read_to_end(&mut body).unwrap();
-    Resp {
-        status,
-        content_type,
-        headers: Vec::new(),
-        body,
-    }
-}
-
-/// What jose says of `token`: exit code and outcome (or error code).
-fn jose(jwks: &Path, token: &str, nonce: &str) -> (i32, String) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/relying-party/verify.mjs");
-    let out = Command::new("node")
-        .arg(script)
-        .arg("--jwks")
-        .arg(jwks)
-        .args([
-            "--iss",
-            "https://login.example",
-            "--aud",
-            "https://app.example",
-        ])
-        .args(["--nonce", nonce, token])
-        .output()
-        .expect("node");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
-    });
-    let said = v["outcome"].as_str().or(v["code"].as_str()).unwrap_or("");
-    (out.status.code().unwrap_or(-1), said.to_string())
+    let bearer = token.map(|t| format!("Bearer {t}"));
+    let headers: Vec<(&str, &str)> = bearer
+        .iter()
+        .map(|b| ("authorization", b.as_str()))
+        .collect();
+    call_with(method, url, &headers, body)
 }
 
 #[test]
 fn the_decider_signs_verdicts_only_for_the_matcher() {
     let _machine = shared();
     let dir = temp_dir("decider");
-    let d = DeciderProc::start(&dir);
+    let d = Decider::start(&dir);
     let u = d.url.clone();
-    let token = d.token.trim().to_string();
+    let token = d.token.clone();
     let params = Params::auth4096();
 
     // The JWK set is public.
@@ -134,7 +61,7 @@ fn the_decider_signs_verdicts_only_for_the_matcher() {
     let verdicts = |query: &str| format!("{u}/v1/verdicts?{query}");
     let ask = |user: &str, nonce: &str| {
         verdicts(&format!(
-            "user={user}&epoch=3&samples=2&aud=https://app.example&nonce={nonce}"
+            "user={user}&epoch=3&samples=2&aud={APP}&nonce={nonce}"
         ))
     };
 
@@ -142,10 +69,10 @@ fn the_decider_signs_verdicts_only_for_the_matcher() {
     let r = call_as("POST", &ask("alice", "c1"), Some(&token), Some(&genuine));
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     let jws = r.json()["verdict"].as_str().unwrap().to_string();
-    assert_eq!(jose(&jwks_file, &jws, "c1"), (0, "accept".into()));
+    assert_eq!(jose(&jwks_file, &jws, APP, "c1"), (0, "accept".into()));
     // A verdict answers its own challenge only.
     assert_eq!(
-        jose(&jwks_file, &jws, "c2"),
+        jose(&jwks_file, &jws, APP, "c2"),
         (1, "ERR_NONCE_MISMATCH".into())
     );
 
@@ -153,7 +80,7 @@ fn the_decider_signs_verdicts_only_for_the_matcher() {
     let r = call_as("POST", &ask("alice", "c3"), Some(&token), Some(&impostor));
     assert_eq!(r.status, 200);
     let jws = r.json()["verdict"].as_str().unwrap().to_string();
-    assert_eq!(jose(&jwks_file, &jws, "c3"), (2, "reject".into()));
+    assert_eq!(jose(&jwks_file, &jws, APP, "c3"), (2, "reject".into()));
 
     // Refusals: no token, a reply for another user's key, bad queries and
     // bodies.
@@ -180,7 +107,7 @@ fn the_decider_signs_verdicts_only_for_the_matcher() {
     // The same secrets after a restart: the same user key, the same key id.
     let kid = jwks.json()["keys"][0]["kid"].clone();
     drop(d);
-    let d = DeciderProc::start(&dir);
+    let d = Decider::start(&dir);
     let again = call_as(
         "GET",
         &format!("{}/v1/user-keys/alice?epoch=3", d.url),

@@ -165,6 +165,114 @@ impl Drop for Server {
     }
 }
 
+/// A running decider (`decide --init`, issuer `https://login.example`);
+/// killed on drop.
+pub(crate) struct Decider {
+    child: Child,
+    pub(crate) url: String,
+    /// The token the matcher presents (its file: `token_file`).
+    pub(crate) token: String,
+    pub(crate) token_file: PathBuf,
+}
+
+impl Decider {
+    pub(crate) fn start(dir: &Path) -> Decider {
+        let secrets = dir.join("decider");
+        let mut cmd = server_cmd();
+        cmd.args(["decide", "--init", "--bind", "127.0.0.1:0", "--dir"])
+            .arg(&secrets)
+            .args(["--issuer", ISSUER]);
+        let (child, url) = spawn_listening(
+            cmd,
+            &dir.join("decider.log"),
+            "blindmatch-server decider listening on ",
+        );
+        let token_file = secrets.join("matcher.token");
+        let token = std::fs::read_to_string(&token_file)
+            .unwrap()
+            .trim()
+            .to_string();
+        Decider {
+            child,
+            url,
+            token,
+            token_file,
+        }
+    }
+}
+
+impl Drop for Decider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The issuer the test deciders sign as.
+pub(crate) const ISSUER: &str = "https://login.example";
+/// The relying party the test verdicts are for.
+pub(crate) const APP: &str = "https://app.example";
+
+/// A request with extra headers (`authorization`, `x-forwarded-for`...).
+pub(crate) fn call_with(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> Resp {
+    let mut req = ureq::request(method, url).timeout(Duration::from_secs(120));
+    for (k, v) in headers {
+        req = req.set(k, v);
+    }
+    let r = match body {
+        Some(b) => req
+            .set("content-type", "application/octet-stream")
+            .send_bytes(b),
+        None => req.call(),
+    };
+    let resp = match r {
+        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
+        Err(e) => panic!("{method} {url}: {e}"),
+    };
+    let status = resp.status();
+    let content_type = resp.header("content-type").unwrap_or("").to_string();
+    let headers = resp
+        .headers_names()
+        .into_iter()
+        .map(|k| {
+            let v = resp.header(&k).unwrap_or("").to_string();
+            (k, v)
+        })
+        .collect();
+    let mut body = Vec::new();
+    resp.into_reader().read_to_end(&mut body).unwrap();
+    Resp {
+        status,
+        content_type,
+        headers,
+        body,
+    }
+}
+
+/// What `jose` (examples/relying-party/verify.mjs, the way a Node backend
+/// checks a verdict) says of `token` for audience `aud` and challenge
+/// `nonce`: its exit code and the outcome (or jose's error code).
+pub(crate) fn jose(jwks: &Path, token: &str, aud: &str, nonce: &str) -> (i32, String) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/relying-party/verify.mjs");
+    let out = Command::new("node")
+        .arg(script)
+        .arg("--jwks")
+        .arg(jwks)
+        .args(["--iss", ISSUER, "--aud", aud, "--nonce", nonce, token])
+        .output()
+        .expect("node");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    let said = v["outcome"].as_str().or(v["code"].as_str()).unwrap_or("");
+    (out.status.code().unwrap_or(-1), said.to_string())
+}
+
 /// method, url, body, expected status, expected error code.
 pub(crate) type Case<'a> = (&'a str, String, Option<Vec<u8>>, u16, &'a str);
 

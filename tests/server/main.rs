@@ -20,6 +20,7 @@ mod gallery;
 mod growth;
 mod hostile;
 mod load;
+mod login;
 mod namesake;
 mod origin;
 mod quotas;
