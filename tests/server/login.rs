@@ -216,7 +216,7 @@ fn a_login_the_relying_party_verifies() {
     assert_eq!(m.rows(), after_enroll);
     let info = m.api("GET", "/v1/users/alice");
     assert_eq!(info.status, 200);
-    assert_eq!(info.json()["key_epoch"], 0);
+    let epoch = info.json()["key_epoch"].as_u64().unwrap();
 
     // The genuine face: an accept that jose verifies for this challenge
     // and this audience only.
@@ -321,6 +321,15 @@ fn a_login_the_relying_party_verifies() {
     assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
     m.api("GET", "/v1/users/alice")
         .expect_error(404, "unknown_user");
+
+    // The name registered again: another epoch, an unrelated key pair.
+    m.ticket("alice");
+    let again = m.api("GET", "/v1/users/alice").json()["key_epoch"]
+        .as_u64()
+        .unwrap();
+    assert_ne!(again, epoch);
+    let reborn = Browser::of(&m, "alice", 64);
+    assert_ne!(reborn.pk.to_bytes(), b.pk.to_bytes());
 }
 
 /// The first paragraph of the trust model (docs/PROTOCOL.md): with the

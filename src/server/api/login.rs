@@ -97,9 +97,7 @@ async fn register(
         .map(|r| r.key_epoch);
     let epoch = match current {
         Some(Some(e)) if !rotate => return Ok(e),
-        Some(Some(e)) => e
-            .checked_add(1)
-            .ok_or_else(|| ApiError::internal("key epoch overflow"))?,
+        Some(Some(e)) => e.wrapping_add(1),
         // Keys the user held (registered before login mode): the next
         // ticket with `rotate` moves them to the decider's.
         Some(None) if !rotate => {
@@ -107,7 +105,15 @@ async fn register(
                 "this user holds their own keys: issue the ticket with ?rotate=true",
             ))
         }
-        Some(None) | None => 0,
+        // A first registration draws its epoch at random, so that a name
+        // deleted and registered again gets an unrelated key pair (but for
+        // a 2^-32 chance) although the matcher keeps nothing of the old one.
+        Some(None) | None => {
+            let mut raw = [0u8; 4];
+            getrandom::fill(&mut raw)
+                .map_err(|_| ApiError::internal("no randomness for the key epoch"))?;
+            u32::from_le_bytes(raw)
+        }
     };
     let keys = login.decider.user_keys(user, epoch).await?;
     // What the decider sent must parse before it is stored.

@@ -8,8 +8,8 @@
 //! * [`policy`]: the threshold rule.
 //! * [`http`](mod@http): its HTTP API, for the matcher and for relying parties.
 //!
-//! The HTTP role around it (`blindmatch-server decide`) is not built yet;
-//! docs/PROTOCOL.md states what each party learns.
+//! `blindmatch-server decide` serves it; docs/PROTOCOL.md ("Login mode")
+//! states what each party learns and the trust model.
 
 pub mod http;
 pub mod policy;
