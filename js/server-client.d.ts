@@ -76,6 +76,8 @@ export interface ServerClientOptions {
   fetch?: typeof fetch;
   /** Added to every request; a function is called (and awaited) per request. */
   headers?: ServerHeaders;
+  /** A relying party's API key, sent as `Authorization: Bearer` (a backend only: never ship it to a page). */
+  apiKey?: string;
   /** Longest wait for each request, headers and body, in ms (default 30 000; 0: no limit). A request that runs out rejects with an Error named `TimeoutError`. */
   timeoutMs?: number;
 }
@@ -83,6 +85,43 @@ export interface ServerClientOptions {
 /** Per call: `signal` cancels the request (the promise rejects with the signal's reason, an `AbortError` by default). */
 export interface RequestOptions {
   signal?: AbortSignal;
+  /** Login mode: an enrollment ticket as this call's credential (`enroll`). */
+  ticket?: string;
+  /** Login mode: the user's fresh accept verdict as this call's credential (`enroll`, `deleteUser`). */
+  verdict?: string;
+}
+
+/** `POST /v1/users/{user}/tickets` */
+export interface Ticket {
+  user: string;
+  ticket: string;
+  /** Seconds since the Unix epoch. */
+  expiresAt: number;
+  /** Login mode: the key epoch to encrypt under. */
+  epoch?: number;
+}
+
+/** `POST /v1/users/{user}/challenges` */
+export interface Challenge {
+  user: string;
+  challenge: string;
+  /** The relying party the verdict will name. */
+  aud: string;
+  expiresAt: number;
+}
+
+/** `GET /v1/users/{user}/public-key` */
+export interface UserPublicKey {
+  publicKey: Uint8Array;
+  /** The key epoch in login mode, else null. */
+  epoch: number | null;
+}
+
+/** `POST /v1/users/{user}/login`: the decider's signed verdict, for the relying party to verify. */
+export interface LoginResult {
+  /** A JWS (EdDSA) with iss, sub, aud, nonce, iat, exp, amr and outcome. */
+  verdict: string;
+  outcome: 'accept' | 'reject';
 }
 
 /** A client for blindmatch-server's HTTP API; it moves bytes, the keys stay with `Keys`. */
@@ -97,6 +136,14 @@ export class ServerClient {
   verify(user: string, probe: Uint8Array, options?: RequestOptions): Promise<VerifyResult>;
   /** Resolves to false when there was no such user. */
   deleteUser(user: string, options?: RequestOptions): Promise<boolean>;
+  /** Login mode, with the API key: a one-time enrollment ticket (the first registers the user). */
+  issueTicket(user: string, options?: { rotate?: boolean }, request?: RequestOptions): Promise<Ticket>;
+  /** Login mode, with the API key: a one-time login challenge for `audience`. */
+  challenge(user: string, audience: string, options?: RequestOptions): Promise<Challenge>;
+  /** The public key the page encrypts the user's template and probes under. */
+  userPublicKey(user: string, options?: RequestOptions): Promise<UserPublicKey>;
+  /** Login mode: an encrypted probe with its challenge; the decider's signed verdict back. */
+  login(user: string, challenge: string, probe: Uint8Array, options?: RequestOptions): Promise<LoginResult>;
   /** 1:N (a server started with `--service-key`): the service public key, for `PublicKeyEncryptor.fromPublicKey`. */
   servicePublicKey(options?: RequestOptions): Promise<Uint8Array>;
   /** Appends one ciphertext of `count` templates (from `PublicKeyEncryptor.encryptTemplates`). */

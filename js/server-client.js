@@ -1,6 +1,7 @@
 // A client for blindmatch-server's HTTP API (the repository's docs/API.md):
 // register a user's keys, enroll templates, verify a probe, delete a user;
-// and, against a server with a service key, 1:N galleries.
+// in login mode, tickets, challenges and signed verdicts; and, against a
+// server with a service key, 1:N galleries.
 // It moves bytes only: keys, templates and probes come from `Keys` (or the
 // worker), and the reply goes back to `Keys.decryptScores`. Uses the global
 // `fetch` (browsers, Node 18+) unless one is given.
@@ -48,14 +49,20 @@ function camelKeys(v) {
 
 const json = async (res) => camelKeys(await res.json());
 
+function credential(what, v) {
+  if (typeof v !== 'string' || v === '' || /[\s]/.test(v)) throw new TypeError(`the ${what} must be a non-empty string without spaces`);
+  return v;
+}
+
 export class ServerClient {
   /**
    * `base`: the server's URL (`''`, the default, means this page's origin;
    * Node needs an absolute URL). Options: `fetch` replaces the global fetch;
    * `headers` are added to every request (an object, or a function, possibly
    * async, returning one: e.g. a fresh `Authorization` for the authenticating
-   * front end the server sits behind); `timeoutMs` bounds each request
-   * (default 30 000; 0: no limit).
+   * front end the server sits behind); `apiKey` (a relying party's backend
+   * only, never a page) is sent as `Authorization: Bearer`; `timeoutMs`
+   * bounds each request (default 30 000; 0: no limit).
    */
   constructor(base = '', options = {}) {
     this.base = String(base).replace(/\/+$/, '');
@@ -65,6 +72,10 @@ export class ServerClient {
       throw new TypeError('ServerClient: options.headers must be an object or a function returning one');
     }
     this.headers = headers;
+    if (options.apiKey !== undefined && (typeof options.apiKey !== 'string' || options.apiKey === '')) {
+      throw new TypeError('ServerClient: options.apiKey must be a non-empty string');
+    }
+    this.apiKey = options.apiKey ?? null;
     const timeoutMs = options.timeoutMs ?? 30_000;
     if (!Number.isFinite(timeoutMs) || timeoutMs < 0) {
       throw new TypeError('ServerClient: options.timeoutMs must be a non-negative number of milliseconds');
@@ -77,6 +88,10 @@ export class ServerClient {
   async #call(what, path, init = {}, opts = {}, read = (res) => res) {
     const extra = typeof this.headers === 'function' ? await this.headers(path) : this.headers;
     const headers = { ...(extra ?? {}), ...(init.headers ?? {}) };
+    // The credential: a ticket or a verdict for this call, else the API key.
+    if (opts.ticket !== undefined) headers.authorization = `Ticket ${credential('ticket', opts.ticket)}`;
+    else if (opts.verdict !== undefined) headers.authorization = `Verdict ${credential('verdict', opts.verdict)}`;
+    else if (this.apiKey) headers.authorization = `Bearer ${this.apiKey}`;
     // The caller's signal and the timeout, whichever fires first.
     const timer = new AbortController();
     const timeout = this.timeoutMs > 0 ? setTimeout(() => timer.abort(), this.timeoutMs) : null;
@@ -142,7 +157,11 @@ export class ServerClient {
     await this.#call('registering the keys', this.#user(user, '/keys'), { method: 'PUT', headers: OCTETS, body }, opts);
   }
 
-  /** `PUT /v1/users/{user}/template`: stores the template ciphertext holding `count` samples. */
+  /**
+   * `PUT /v1/users/{user}/template`: stores the template ciphertext holding
+   * `count` samples. With `{ ticket }` (an enrollment ticket) or `{ verdict }`
+   * (the user's fresh accept verdict) in the options, that is the credential.
+   */
   async enroll(user, template, count, opts) {
     if (!Number.isInteger(count) || count < 1) throw new TypeError('enroll: count must be a positive integer');
     const path = this.#user(user, `/template?count=${count}`);
@@ -169,6 +188,53 @@ export class ServerClient {
       if (m) serverMs[m[1]] = Number(m[2]);
     }
     return { reply, count, serverMs };
+  }
+
+  // --- login mode (a matcher started with `--decider`) ----------------------
+
+  /**
+   * `POST /v1/users/{user}/tickets` (the API key: a relying party's backend):
+   * a one-time enrollment ticket; in login mode the first one registers the
+   * user under the decider's keys. `rotate: true` moves the user to a new
+   * key epoch (enroll again). Resolves to `{ user, ticket, expiresAt, epoch }`.
+   */
+  async issueTicket(user, { rotate = false } = {}, opts) {
+    const path = this.#user(user, rotate ? '/tickets?rotate=true' : '/tickets');
+    return this.#call('issuing a ticket', path, { method: 'POST' }, opts, json);
+  }
+
+  /**
+   * `POST /v1/users/{user}/challenges?aud=...` (the API key): a one-time
+   * login challenge whose verdict will name `audience`. Resolves to
+   * `{ user, challenge, aud, expiresAt }`.
+   */
+  async challenge(user, audience, opts) {
+    if (typeof audience !== 'string' || audience === '') throw new TypeError('challenge: the audience must be a non-empty string');
+    const path = this.#user(user, `/challenges?aud=${encodeURIComponent(audience)}`);
+    return this.#call('asking for a challenge', path, { method: 'POST' }, opts, json);
+  }
+
+  /**
+   * `GET /v1/users/{user}/public-key`: what the page encrypts the user's
+   * template and probes under (`PublicKeyEncryptor.fromPublicKey`, or
+   * `BlindmatchWorker.fromPublicKey`). Resolves to `{ publicKey, epoch }`
+   * (`epoch`: the key epoch in login mode, else null).
+   */
+  async userPublicKey(user, opts) {
+    return this.#call('reading the public key', this.#user(user, '/public-key'), {}, opts, async (r) => {
+      const e = r.headers.get('x-key-epoch');
+      return { publicKey: new Uint8Array(await r.arrayBuffer()), epoch: e === null ? null : Number(e) };
+    });
+  }
+
+  /**
+   * `POST /v1/users/{user}/login?challenge=...`: the encrypted probe with the
+   * challenge the relying party issued; resolves to `{ verdict, outcome }`,
+   * the decider's signed verdict (a JWS) for the relying party to verify.
+   */
+  async login(user, challenge, probe, opts) {
+    const path = this.#user(user, `/login?challenge=${encodeURIComponent(credential('challenge', challenge))}`);
+    return this.#call('logging in', path, { method: 'POST', headers: OCTETS, body: probe }, opts, json);
   }
 
   // --- 1:N identification (a server started with `--service-key`) ---------
@@ -222,7 +288,7 @@ export class ServerClient {
     return this.#delete('deleting the gallery', this.#gallery(gallery), 'unknown_gallery', opts);
   }
 
-  /** `DELETE /v1/users/{user}`: true if the user was removed, false if there was none. */
+  /** `DELETE /v1/users/{user}`: true if the user was removed, false if there was none; `{ verdict }` in the options deletes oneself. */
   async deleteUser(user, opts) {
     return this.#delete('deleting the user', this.#user(user), null, opts);
   }

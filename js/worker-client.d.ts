@@ -14,6 +14,8 @@ export class BlindmatchWorker {
   generate(preset?: 'auth4096'): Promise<KeysHandle>;
   /** Transfers `secretKey` to the worker: afterwards it is detached (or zeroed, if a view of part of a larger buffer). */
   fromSecretKey(secretKey: Uint8Array, preset?: 'auth4096'): Promise<KeysHandle>;
+  /** Login mode: encryption under a public key from the server; the handle decrypts nothing. */
+  fromPublicKey(publicKey: Uint8Array, preset?: 'auth4096'): Promise<KeysHandle>;
   exportSecretKey(handle: KeysHandle): Promise<Uint8Array>;
   publicKey(handle: KeysHandle): Promise<Uint8Array>;
   relinKey(handle: KeysHandle): Promise<Uint8Array>;

@@ -124,6 +124,14 @@ export class BlindmatchWorker {
     const transfer = sent instanceof Uint8Array && whole(sent) ? [sent.buffer] : [];
     return (await this.#call('fromSecretKey', [preset, sent], transfer)).handle;
   }
+  /**
+   * Login mode: a handle that encrypts templates and probes under a public
+   * key from the server (`ServerClient.userPublicKey`); it holds no secret
+   * key, so it decrypts nothing.
+   */
+  async fromPublicKey(publicKey, preset = 'auth4096') {
+    return (await this.#call('fromPublicKey', [preset, publicKey])).handle;
+  }
   /** The secret key's bytes (for the owner's own storage only). */
   exportSecretKey(handle) {
     return this.#call('exportSecretKey', [handle]);

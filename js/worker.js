@@ -13,7 +13,7 @@
 // keeps no copy of those bytes). A secret key sent in (`fromSecretKey`)
 // should arrive by transfer; the worker zeroes the array it received once
 // the keys are loaded (or have failed to load).
-import { init, Params, Keys } from './index.js';
+import { init, Params, Keys, PublicKeyEncryptor } from './index.js';
 
 const keysets = new Map();
 let nextHandle = 1;
@@ -21,6 +21,13 @@ let nextHandle = 1;
 function keysFor(handle) {
   const k = keysets.get(handle);
   if (!k) throw new Error(`no keys with handle ${handle} (freed, or never created)`);
+  return k;
+}
+
+/** The secret-key holder behind `handle` (not a public-key-only handle). */
+function secretFor(handle, op) {
+  const k = keysFor(handle);
+  if (!(k instanceof Keys)) throw new Error(`${op}: handle ${handle} holds a public key only (fromPublicKey)`);
   return k;
 }
 
@@ -51,14 +58,20 @@ const ops = {
       if (secretKey instanceof Uint8Array) secretKey.fill(0);
     }
   },
+  // Login mode: encryption only, under a public key from the server (the
+  // handle has no secret key; exportSecretKey, relinKey and decryptScores
+  // throw for it).
+  fromPublicKey(preset, publicKey) {
+    return { handle: register(PublicKeyEncryptor.fromPublicKey(params(preset), publicKey)) };
+  },
   exportSecretKey(handle) {
-    return keysFor(handle).exportSecretKey();
+    return secretFor(handle, 'exportSecretKey').exportSecretKey();
   },
   publicKey(handle) {
-    return keysFor(handle).publicKey();
+    return secretFor(handle, 'publicKey').publicKey();
   },
   relinKey(handle) {
-    return keysFor(handle).relinKey();
+    return secretFor(handle, 'relinKey').relinKey();
   },
   encryptTemplates(handle, embeddings, dim) {
     return keysFor(handle).encryptTemplates(embeddings, dim);
@@ -67,7 +80,7 @@ const ops = {
     return keysFor(handle).encryptProbe(embedding, dim);
   },
   decryptScores(handle, reply, count, dim) {
-    return keysFor(handle).decryptScores(reply, count, dim);
+    return secretFor(handle, 'decryptScores').decryptScores(reply, count, dim);
   },
   free(handle) {
     const k = keysets.get(handle);
