@@ -1,6 +1,13 @@
 // The blindmatch demo login page. Keys, encryption and decryption run in a
 // Web Worker (BlindmatchWorker from the package served at /pkg/); the server
 // only ever receives public keys and ciphertexts. See www/README.md.
+//
+// Two modes. Served by the demo's relying party (examples/relying-party/
+// server.mjs answers /rp/config): login mode, where the page encrypts under
+// the user's public key from the matcher, the decider signs a verdict and the
+// relying party sets a session only on a valid accept. Served by the matcher
+// alone: the private mode, where this browser holds the secret key and
+// decides by itself (which authenticates nobody to anyone else).
 import { BlindmatchWorker, ServerClient } from '/pkg/index.js';
 import * as keystore from './keystore.js';
 import { DEMO_IDENTITIES, capture, parseEmbeddings } from './embeddings.js';
@@ -18,6 +25,20 @@ let worker; // BlindmatchWorker
 let server; // GET /v1/params
 const api = new ServerClient(); // this page's origin: the server that serves it
 let busy = false;
+let rp = null; // the relying party's /rp/config in login mode, else null
+
+/** A call to the relying party's own routes; its JSON, or an Error with its code. */
+async function rpCall(path, body) {
+  const res = await fetch(path, {
+    method: body === undefined ? 'GET' : 'POST',
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: 'same-origin',
+  });
+  const v = await res.json().catch(() => ({}));
+  if (!res.ok) throw Object.assign(new Error(v.error ?? `${path}: ${res.status}`), { code: v.code ?? '', status: res.status });
+  return v;
+}
 
 // ---------- small helpers ----------
 
@@ -117,6 +138,7 @@ async function run(action) {
 // ---------- register ----------
 
 async function register() {
+  if (rp) return registerWithTicket();
   const name = userName();
   const count = Number(el.captures.value);
   const max = server.templatesPerCiphertext;
@@ -168,6 +190,7 @@ async function register() {
 // ---------- log in ----------
 
 async function login() {
+  if (rp) return loginWithVerdict();
   const name = userName();
   const t = threshold();
   const { list, label } = samples(1);
@@ -220,6 +243,77 @@ async function login() {
     return li;
   }));
   el.summary.hidden = false;
+}
+
+// ---------- login mode: the relying party, the matcher and the decider ----------
+
+/** A worker handle that encrypts under `user`'s public key from the matcher. */
+async function encryptorFor(rows, name) {
+  return timed(rows, 'Fetch public key', async () => {
+    const { publicKey } = await api.userPublicKey(name);
+    return worker.fromPublicKey(publicKey);
+  });
+}
+
+async function registerWithTicket() {
+  const name = userName();
+  const count = Number(el.captures.value);
+  const max = server.templatesPerCiphertext;
+  if (!Number.isInteger(count) || count < 1 || count > max) throw new Error(`captures to enroll: 1 to ${max}`);
+  const { list, label } = samples(count);
+  const rows = [];
+  let handle;
+  try {
+    setBusy('Asking the relying party for an enrollment ticket…');
+    const { ticket } = await timed(rows, 'Enrollment ticket (relying party)', () => rpCall('/rp/register', { user: name }));
+    handle = await encryptorFor(rows, name);
+    setBusy(`Encrypting ${list.length} capture${list.length > 1 ? 's' : ''} under your public key…`);
+    const template = await timed(rows, `Encrypt ${list.length} sample${list.length > 1 ? 's' : ''}`,
+      () => worker.encryptTemplates(handle, list, server.dimension), (t) => t.length);
+    setBusy('Enrolling the encrypted template with the ticket…');
+    await timed(rows, 'Upload template', () => api.enroll(name, template, list.length, { ticket }), template.length);
+  } finally {
+    if (handle !== undefined) await worker.free(handle).catch(() => {});
+  }
+  showTimings('timings-register', rows);
+  setOutcome('registered', `Registered “${name}” (${label}, ${list.length} sample${list.length > 1 ? 's' : ''}). Now log in.`);
+}
+
+async function loginWithVerdict() {
+  const name = userName();
+  const { list, label } = samples(1);
+  const rows = [];
+  let handle;
+  let verdict;
+  try {
+    setBusy('Asking the relying party for a challenge…');
+    const { challenge } = await timed(rows, 'Challenge (relying party)', () => rpCall('/rp/challenge', { user: name }));
+    handle = await encryptorFor(rows, name);
+    setBusy('Encrypting a fresh capture…');
+    const probe = await timed(rows, 'Encrypt probe', () => worker.encryptProbe(handle, list[0], server.dimension), (p) => p.length);
+    setBusy('Matching under encryption; the decider signs the verdict…');
+    verdict = await timed(rows, 'Login (matcher + decider)', () => api.login(name, challenge, probe));
+  } finally {
+    if (handle !== undefined) await worker.free(handle).catch(() => {});
+  }
+  setBusy('The relying party verifies the verdict…');
+  let session = null;
+  let refusal = null;
+  await timed(rows, 'Verify verdict (relying party)', async () => {
+    try {
+      session = await rpCall('/rp/session', { user: name, verdict: verdict.verdict });
+    } catch (e) {
+      if (e.status !== 401) throw e;
+      refusal = e;
+    }
+  });
+  showTimings('timings-login', rows);
+  el.outcome.dataset.verdict = verdict.outcome;
+  if (session) {
+    setOutcome('accepted', `Accepted: logged in as “${session.user}” with ${label}. The relying party verified the decider's signed verdict and set a session.`);
+  } else {
+    setOutcome('rejected', `Rejected: “${name}” with ${label}. ${refusal.message} (${refusal.code}); the verdict was a signed ${verdict.outcome}.`);
+  }
 }
 
 function setOutcome(kind, text) {
@@ -282,13 +376,20 @@ function start() {
 
   run(async () => {
     setBusy('Loading the WebAssembly module in a Web Worker…');
-    const [p, w] = await Promise.all([api.params(), BlindmatchWorker.create()]);
+    const [p, w, config] = await Promise.all([api.params(), BlindmatchWorker.create(),
+      rpCall('/rp/config').catch(() => null)]);
     server = p;
     worker = w;
+    rp = config;
+    document.body.dataset.mode = rp ? 'login' : 'private';
+    $('threshold-field').hidden = !!rp;
+    $('keys-card').hidden = !!rp;
     el.engine.textContent = `Ready: parameters ${server.name} (n = ${server.degree}, ${server.dimension}-dimensional ` +
-      `embeddings, ${server.security.split(' (')[0]} security); WebAssembly ${worker.info.build} in a Web Worker.`;
+      `embeddings, ${server.security.split(' (')[0]} security); WebAssembly ${worker.info.build} in a Web Worker. ` +
+      (rp ? `Login mode: the decider decides, ${rp.audience} verifies its signed verdict.`
+        : 'Private mode: this browser holds the key and decides.');
     el.engine.dataset.ready = 'true';
-    await refreshUsers();
+    if (!rp) await refreshUsers();
   }).then(() => {
     if (!worker) el.engine.textContent = 'Not ready: see the error below.';
   });

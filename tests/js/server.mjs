@@ -30,8 +30,23 @@ export function serverBinary() {
 
 /** Starts `serve` on a free loopback port; resolves to { proc, url, logs }. */
 export async function startServer(bin, dbDir, extra = []) {
-  const proc = spawn(bin, ['serve', '--bind', '127.0.0.1:0', '--db', join(dbDir, 'blindmatch.db'),
-    '--www', join(ROOT, 'www'), '--pkg', join(ROOT, 'pkg'), '--log', 'warn', ...extra], {
+  return listening(bin, dbDir, ['serve', '--bind', '127.0.0.1:0', '--db', join(dbDir, 'blindmatch.db'),
+    '--www', join(ROOT, 'www'), '--pkg', join(ROOT, 'pkg'), '--log', 'warn', ...extra]);
+}
+
+/**
+ * Starts the decider (`decide --init`, secrets in `dir/decider`, issuer
+ * `issuer`, then `extra`) on a free loopback port; resolves to { proc, url, logs,
+ * tokenFile }.
+ */
+export async function startDecider(bin, dir, issuer, extra = []) {
+  const secrets = join(dir, 'decider');
+  const d = await listening(bin, dir, ['decide', '--init', '--bind', '127.0.0.1:0', '--dir', secrets, '--issuer', issuer, ...extra]);
+  return { ...d, tokenFile: join(secrets, 'matcher.token') };
+}
+
+async function listening(bin, dbDir, args) {
+  const proc = spawn(bin, args, {
     cwd: dbDir, stdio: ['ignore', 'pipe', 'pipe'],
   });
   const logs = [];

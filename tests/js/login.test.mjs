@@ -1,0 +1,176 @@
+// Login mode end to end in headless Chromium: the REAL decider and matcher
+// (two processes, temp dirs, 127.0.0.1) behind the demo's relying party
+// (examples/relying-party/server.mjs, the page's origin, holding the API
+// key). The page registers a demo identity with an enrollment ticket (no key
+// stays in the browser), logs in, and the relying party verifies the signed
+// verdict with jose and sets a session; an impostor's login is a signed
+// reject and gets no session. The figures printed are the login's latency on
+// loopback, step by step, as the page measured them.
+//
+// Needs what tests/js/e2e.test.mjs needs, plus jose in
+// examples/relying-party (scripts/setup.sh installs it).
+//
+//   node --test tests/js/login.test.mjs
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { serverBinary, startDecider, startServer, stopServer } from './server.mjs';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const ISSUER = 'https://login.example';
+const KEY = 'rp-e2e-key-0123456789abcdefghijkl';
+
+async function loadPlaywright() {
+  for (const base of [join(ROOT, 'target/tools/'), ROOT]) {
+    try {
+      const path = createRequire(join(base, 'noop.js')).resolve('playwright-core');
+      const mod = await import(pathToFileURL(path).href);
+      return mod.chromium ? mod : mod.default;
+    } catch {
+      // try the next place
+    }
+  }
+  return null;
+}
+
+const playwright = await loadPlaywright();
+const joseInstalled = existsSync(join(ROOT, 'examples/relying-party/node_modules/jose'));
+const skip = !existsSync(CHROMIUM)
+  ? `no Chromium at ${CHROMIUM} (set CHROMIUM)`
+  : !playwright
+    ? 'playwright-core is not installed (npm install --prefix target/tools playwright-core)'
+    : !joseInstalled
+      ? 'jose is not installed in examples/relying-party (scripts/setup.sh)'
+      : false;
+
+test('login mode in Chromium: ticket, signed verdict, the relying party sets a session', { skip, timeout: 600_000 }, async (t) => {
+  assert.ok(existsSync(join(ROOT, 'pkg/index.js')), 'pkg/ is not built: run bash scripts/build-wasm.sh');
+  const { relyingParty } = await import(pathToFileURL(join(ROOT, 'examples/relying-party/server.mjs')).href);
+  const bin = serverBinary();
+  const work = mkdtempSync(join(tmpdir(), 'blindmatch-login-'));
+  const keys = join(work, 'api.keys');
+  writeFileSync(keys, `${KEY}\n`);
+  let decider;
+  let matcher;
+  let rp;
+  let context;
+  try {
+    // The policy scripts/demo.sh gives the demo's simulated identities.
+    decider = await startDecider(bin, work, ISSUER, ['--rule', 'mean', '--threshold', '0.18']);
+    matcher = await startServer(bin, work, ['--api-key-file', keys, '--decider', decider.url,
+      '--decider-token-file', decider.tokenFile, '--trusted-proxy', '127.0.0.1']);
+    rp = relyingParty({ matcher: matcher.url, apiKeyFile: keys, issuer: ISSUER });
+    rp.listen(0, '127.0.0.1');
+    await once(rp, 'listening');
+    const base = `http://127.0.0.1:${rp.address().port}`;
+
+    context = await playwright.chromium.launchPersistentContext(join(work, 'profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      chromiumSandbox: false,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+        '--disable-sync', '--no-first-run'],
+      viewport: { width: 1000, height: 900 },
+    });
+    const offsite = [];
+    await context.route('**/*', (route) => {
+      const u = route.request().url();
+      if (u.startsWith(`${base}/`)) return route.continue();
+      offsite.push(u);
+      return route.abort();
+    });
+    const page = context.pages()[0] ?? (await context.newPage());
+    const pageErrors = [];
+    page.on('pageerror', (e) => pageErrors.push(String(e)));
+
+    await page.goto(`${base}/`);
+    await page.waitForSelector('#engine[data-ready="true"]', { timeout: 60_000 });
+    assert.equal(await page.getAttribute('body', 'data-mode'), 'login');
+    assert.ok(await page.isHidden('#threshold-field'), 'the page has no threshold to edit in login mode');
+
+    async function act(button) {
+      const t0 = performance.now();
+      await page.click(button);
+      await page.waitForFunction(() => document.getElementById('form').getAttribute('aria-busy') !== 'true', null, { timeout: 120_000 });
+      const error = await page.$eval('#error', (e) => (e.hidden ? null : e.textContent));
+      const outcome = await page.$eval('#outcome', (e) => ({ kind: e.dataset.outcome, text: e.textContent, verdict: e.dataset.verdict }));
+      return { error, ...outcome, ms: performance.now() - t0 };
+    }
+    const me = () => page.evaluate(async () => {
+      const r = await fetch('/rp/me');
+      return { status: r.status, body: await r.json() };
+    });
+    const rows = () => page.$$eval('#timings-login tbody tr', (l) => l.map((tr) => [...tr.cells].map((c) => c.textContent)));
+
+    const user = 'ada-login';
+    await page.fill('#user', user);
+    await page.selectOption('#identity', 'Ada');
+    await page.fill('#captures', '5');
+    let r = await act('#register');
+    assert.equal(r.error, null, `register failed: ${r.error}`);
+    assert.equal(r.kind, 'registered', r.text);
+    // The matcher holds the decider's public key for Ada (epoch 0) and her
+    // template; nothing is stored in the browser.
+    const info = await (await fetch(`${matcher.url}/v1/users/${user}`, { headers: { authorization: `Bearer ${KEY}` } })).json();
+    assert.equal(info.template_count, 5);
+    assert.equal(info.key_epoch, 0);
+    assert.equal(await page.evaluate(async () => (await indexedDB.databases()).length), 0, 'no key in IndexedDB');
+    // A second registration of an enrolled name gets no ticket.
+    r = await act('#register');
+    assert.match(r.error ?? '', /is enrolled/);
+
+    // Not logged in yet.
+    assert.equal((await me()).status, 401);
+
+    // Genuine: an accept verdict, and the relying party's session.
+    r = await act('#login');
+    assert.equal(r.error, null, `login failed: ${r.error}`);
+    assert.equal(r.kind, 'accepted', r.text);
+    assert.equal(r.verdict, 'accept');
+    assert.deepEqual(await me(), { status: 200, body: { user } });
+    for (const [step, ms] of await rows()) t.diagnostic(`genuine login: ${step} ${ms} ms`);
+
+    // Impostor: Grace against Ada's account. A signed reject, no session.
+    await page.evaluate(() => fetch('/rp/logout', { method: 'POST' }));
+    assert.equal((await me()).status, 401);
+    await page.selectOption('#identity', 'Grace');
+    r = await act('#login');
+    assert.equal(r.error, null, `login failed: ${r.error}`);
+    assert.equal(r.kind, 'rejected', r.text);
+    assert.equal(r.verdict, 'reject');
+    assert.match(r.text, /rejected/);
+    assert.equal((await me()).status, 401, 'a reject sets no session');
+
+    // A verdict replayed to the relying party: its challenge is spent.
+    const replay = await page.evaluate(async (name) => {
+      const c = await (await fetch('/rp/challenge', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: name }) })).json();
+      const forged = `e30.${btoa(JSON.stringify({ nonce: c.challenge })).replace(/=+$/, '')}.AAAA`;
+      const r = await fetch('/rp/session', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ user: name, verdict: forged }) });
+      return { status: r.status, body: await r.json() };
+    }, user);
+    assert.equal(replay.status, 401, JSON.stringify(replay));
+    assert.equal((await me()).status, 401, 'a forged verdict sets no session');
+
+    // The page cannot reach the management API through the relying party.
+    const mgmt = await page.evaluate(async (name) => (await fetch(`/v1/users/${name}`, { method: 'DELETE' })).status, user);
+    assert.equal(mgmt, 401);
+
+    assert.deepEqual(offsite, [], 'requests left 127.0.0.1');
+    assert.deepEqual(pageErrors, [], 'uncaught page errors');
+  } finally {
+    await context?.close().catch(() => {});
+    if (rp) {
+      rp.closeAllConnections();
+      await new Promise((res) => rp.close(res));
+    }
+    if (matcher) await stopServer(matcher.proc);
+    if (decider) await stopServer(decider.proc);
+    rmSync(work, { recursive: true, force: true });
+  }
+});
