@@ -100,6 +100,9 @@ expected_rows() {
       printf 'floor\twasm-%s/%s\n' "$e" "$op"
     done
   done
+  for op in matcher decider total total_allcores_per_verdict; do
+    printf 'login\t%s\n' "$op"
+  done
   printf 'server\tverify_1to1/threads=1\nserver\tidentify_1toN/threads=1\n'
   if [ "$QUICK" = 0 ]; then
     printf 'http\tverify/4clients/rate\nhttp\tverify/4clients/p50\nhttp\tverify/4clients/p99\n'
@@ -161,12 +164,12 @@ else
   CRIT_ARGS=(--warm-up-time 1 --measurement-time 3)
 fi
 
-echo "== native: criterion (cargo bench --bench ntt --bench bfv --bench matching) =="
+echo "== native: criterion (cargo bench --features server --bench ntt --bench bfv --bench matching --bench login) =="
 rm -rf target/criterion
 # The bench names and times as they come; everything in the log.
 set +e
-cargo bench --bench ntt --bench bfv --bench matching -- "${CRIT_ARGS[@]}" 2>&1 \
-  | tee "$LOGS/criterion.log" | { grep -E '^(forward|inverse|mul|mul_acc|bfv|matching)/|time:' || true; }
+cargo bench --features server --bench ntt --bench bfv --bench matching --bench login -- "${CRIT_ARGS[@]}" 2>&1 \
+  | tee "$LOGS/criterion.log" | { grep -E '^(forward|inverse|mul|mul_acc|bfv|matching|login)/|time:' || true; }
 rc="${PIPESTATUS[0]}"
 set -e
 if [ "$rc" != 0 ]; then

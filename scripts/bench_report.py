@@ -96,6 +96,25 @@ for line in os.environ.get("SEAL_ROWS", "").splitlines():
             if ours is not None:
                 rows.append(("matching", ours_op, ours, f"seal:{seal_op}", float(parts[2])))
 
+# Login mode: the matcher's part, the decider's and both, next to SEAL's
+# multiply + relinearize (the target: the total at least 5x faster).
+LOGIN_OPS = ("matcher", "decider", "total")
+seal_mul_relin = None
+for line in os.environ.get("SEAL_ROWS", "").splitlines():
+    parts = line.split("\t")
+    if len(parts) == 3 and parts[1] == "multiply_relin":
+        seal_mul_relin = float(parts[2])
+for op in LOGIN_OPS:
+    ours = median_us("login", op, "")
+    if ours is not None and seal_mul_relin is not None:
+        rows.append(("login", op, ours, "seal:multiply_relin", seal_mul_relin))
+LOGIN_BATCH = 64  # benches/login.rs: logins per total_allcores_x64 iteration
+login_allcores = median_us("login", "total_allcores_x64", "")
+if login_allcores is not None and seal_mul_relin is not None:
+    # Per verdict on every core, next to SEAL's one-core multiply + relinearize.
+    rows.append(("login", "total_allcores_per_verdict", login_allcores / LOGIN_BATCH,
+                 "seal:multiply_relin", seal_mul_relin))
+
 for line in os.environ.get("WASM_ROWS", "").splitlines():
     area, op, ours, peer_us, _ = line.split("\t")
     peer = "wasm-baseline-build" if "baseline" in op else "wasm-scalar-kernels"
@@ -214,6 +233,22 @@ for line in os.environ.get("SIZE_ROWS", "").splitlines():
     parts = line.split("\t")
     if len(parts) == 3:
         ours_sizes[parts[1]] = parts[2]
+
+login_us = {op: median_us("login", op, "") for op in LOGIN_OPS}
+if all(login_us.values()):
+    md += ["", "## Login mode: one verification through matcher and decider (benches/login.rs)", "",
+           "The matcher's part (multiply, relinearize, mask, flood for the decider, re-randomize, the compact",
+           "reply's bytes) and the decider's (parse, derive the user's key, decrypt the score positions, the",
+           "policy, an Ed25519-signed JWS), on one core, next to SEAL's multiply + relinearize alone.", "",
+           "| part | ours (µs) | SEAL multiply + relinearize (µs) | SEAL / ours | target |",
+           "|---|---:|---:|---:|---|"]
+    for op in LOGIN_OPS:
+        peer = f"{seal_mul_relin:.1f}" if seal_mul_relin else "n/a"
+        ratio = f"{seal_mul_relin / login_us[op]:.2f}" if seal_mul_relin else "n/a"
+        md.append(f"| {op} | {login_us[op]:.1f} | {peer} | {ratio} | {'5x' if op == 'total' else ''} |")
+    if login_allcores:
+        md += ["", f"Verdicts per second on all {os.cpu_count()} cores (64 logins spread with rayon): "
+               f"{LOGIN_BATCH / (login_allcores / 1e6):,.0f}; on one core: {1e6 / login_us['total']:,.0f}."]
 
 md += ["", "## 1:N identify throughput (100 000 templates, d = 128, plaintext probe)", "",
        "| who | cores | time for the gallery (ms) | template comparisons per second |",

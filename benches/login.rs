@@ -1,0 +1,98 @@
+//! Login-mode benchmarks at auth4096, d = 128 (feature `server`).
+//!
+//! * `login/matcher`: the matcher's part of one login on one core: the probe
+//!   against a prepared template (multiply, relinearize, mask, flood the
+//!   score positions for the decider, re-randomize) and the compact reply's
+//!   bytes, what it sends to the decider.
+//! * `login/decider`: the decider's part on one core: the reply parsed, the
+//!   user's secret key derived from the master secret, the score positions
+//!   decrypted and checked, the policy applied and the verdict signed
+//!   (Ed25519 JWS).
+//! * `login/total`: both, one after the other.
+//! * `login/total_allcores_x64`: 64 whole logins spread over every core (a
+//!   verdict rate: 64 / this time).
+//!
+//! scripts/bench_report.py puts each next to SEAL's multiply + relinearize
+//! from the same run.
+
+use blindmatch::bfv::{Params, Prng, PublicKey, RelinKey};
+use blindmatch::matching::{client, Quantizer, ScoreReply, Verifier};
+use blindmatch::server::decider::{Decider, KeyLabel, MasterSecret, Policy, Request};
+use blindmatch::server::verdict::{VerdictKey, VerdictKeys};
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+use rayon::prelude::*;
+
+const DIM: usize = 128;
+const BATCH: usize = 64;
+
+fn face(seed: usize) -> Vec<f32> {
+    (0..DIM)
+        .map(|i| ((((i + 1) * (seed + 3) * 7919) % 201) as f32) - 100.0)
+        .collect()
+}
+
+fn login(c: &mut Criterion) {
+    let params = Params::auth4096();
+    let q = Quantizer::new(&params, DIM).unwrap();
+    let keys = VerdictKeys::new(vec![VerdictKey::from_seed(&[9; 32])]).unwrap();
+    let decider = Decider::new(
+        MasterSecret::from_bytes([7; 32]),
+        &params,
+        DIM,
+        Policy::default(),
+        keys,
+        "https://login.example".into(),
+        300,
+    )
+    .unwrap();
+    let label = KeyLabel {
+        user: "alice",
+        epoch: 3,
+    };
+    let (pk, rk): (PublicKey, RelinKey) = decider.matcher_keys(&label).unwrap();
+    let mut rng = Prng::from_seed([3; 32]);
+    let faces: Vec<Vec<f32>> = (0..5).map(face).collect();
+    let refs: Vec<&[f32]> = faces.iter().map(|f| f.as_slice()).collect();
+    let template = client::encrypt_templates_public(&pk, &q, &refs, &mut rng).unwrap();
+    let probe = client::encrypt_probe_public(&pk, &q, &faces[2], &mut rng).unwrap();
+    let verifier = Verifier::for_decider(&params, DIM).unwrap();
+    let prepared = verifier.prepare_template(&template).unwrap();
+    let request = Request {
+        label,
+        audience: "https://app.example",
+        nonce: "challenge-0123456789",
+        samples: 5,
+    };
+    let matcher = |rng: &mut Prng| {
+        let reply = verifier
+            .verify_prepared_with(&prepared, &probe, &pk, Some(&rk), rng)
+            .unwrap();
+        verifier.compact(&reply).unwrap().to_bytes()
+    };
+    let decide = |bytes: &[u8]| {
+        let reply = ScoreReply::from_bytes(&params, bytes).unwrap();
+        decider.decide(&request, &reply, 1_796_000_000).unwrap()
+    };
+    let sent = matcher(&mut rng);
+    assert!(decide(&sent).contains('.'));
+
+    let mut g = c.benchmark_group("login");
+    g.sample_size(20);
+    g.bench_function("matcher", |b| b.iter(|| black_box(matcher(&mut rng))));
+    g.bench_function("decider", |b| b.iter(|| black_box(decide(black_box(&sent)))));
+    g.bench_function("total", |b| {
+        b.iter(|| black_box(decide(&matcher(&mut rng))))
+    });
+    g.bench_function("total_allcores_x64", |b| {
+        b.iter(|| {
+            (0..BATCH as u8).into_par_iter().for_each(|i| {
+                let mut rng = Prng::from_seed([i; 32]);
+                black_box(decide(&matcher(&mut rng)));
+            })
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, login);
+criterion_main!(benches);
