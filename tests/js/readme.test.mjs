@@ -13,9 +13,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PKG_DIR, embedding, quantize, dot } from './pkg.mjs';
-import { serverBinary, startServer, stopServer } from './server.mjs';
+import { serverBinary, startDecider, startServer, stopServer } from './server.mjs';
 
 const blocks = [...readFileSync(new URL('README.md', PKG_DIR), 'utf8').matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+// The repository README's relying-party check ("Face login").
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const rootBlocks = [...readFileSync(join(ROOT, 'README.md'), 'utf8').matchAll(/```js\n([\s\S]*?)```/g)].map((m) => m[1]);
+const rootBlock = rootBlocks.find((b) => b.includes('jwtVerify'));
 
 /** Samples of one face: a fixed direction plus 20% noise. */
 function samples(seed, k) {
@@ -40,20 +44,24 @@ globalThis.fetch = (u, init) => __fetch(new URL(u, ${JSON.stringify(url)}), init
 const print = (expr) => `\nconsole.log(JSON.stringify(${expr}));\n`;
 
 test('the README examples run as written against the real server', { timeout: 300_000 }, async () => {
-  assert.equal(blocks.length, 4, 'the README has a JavaScript block this test does not cover');
+  assert.equal(blocks.length, 5, 'the README has a JavaScript block this test does not cover');
+  assert.ok(rootBlock, "the repository README's relying-party check is missing");
   const bin = serverBinary();
   const work = mkdtempSync(join(tmpdir(), 'blindmatch-readme-'));
   let server;
+  let decider;
+  let matcher;
   try {
     mkdirSync(join(work, 'node_modules'));
     symlinkSync(fileURLToPath(PKG_DIR), join(work, 'node_modules', 'blindmatch'), 'dir');
     writeFileSync(join(work, 'package.json'), '{ "name": "app", "type": "module", "private": true }');
     server = await startServer(bin, work);
-    const run = (name, code) => {
+    const execRun = (name, code, env = {}) => {
       writeFileSync(join(work, name), code);
-      const out = execFileSync(process.execPath, [name], { cwd: work, encoding: 'utf8', timeout: 120_000 });
+      const out = execFileSync(process.execPath, [name], { cwd: work, encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env } });
       return JSON.parse(out.trim().split('\n').at(-1));
     };
+    const run = (name, code) => execRun(name, code);
 
     // Quick start: register alice, enroll three samples, log in with a fourth.
     const alice = samples(1, 4);
@@ -69,6 +77,33 @@ test('the README examples run as written against the real server', { timeout: 30
     assert.deepEqual(quick.again, want, 'the restored secret key reads the same reply');
     assert.equal(quick.accepted, true, `a genuine login is accepted (cosines ${quick.cosines})`);
 
+    // Login mode: a decider and a matcher with an API key; the block's
+    // backend URL is the test matcher's.
+    const apiKey = 'readme-api-key-0123456789abcdef';
+    writeFileSync(join(work, 'api.keys'), `${apiKey}\n`);
+    decider = await startDecider(bin, work, 'http://127.0.0.1:8081');
+    mkdirSync(join(work, 'matcher'));
+    matcher = await startServer(bin, join(work, 'matcher'), ['--api-key-file', join(work, 'api.keys'),
+      '--decider', decider.url, '--decider-token-file', decider.tokenFile]);
+    const carol = samples(4, 3);
+    const loginMode = execRun('login.mjs',
+      `${sameOrigin(matcher.url)}
+const __relative = globalThis.fetch;
+globalThis.fetch = (u, init) => __relative(String(u).replace('http://127.0.0.1:8082', ${JSON.stringify(matcher.url)}), init);
+${declare(['emb1', 'emb2', 'emb'], carol)}\n${blocks[1]}` +
+        print('{ outcome, challenge, verdict }'), { BLINDMATCH_API_KEY: apiKey });
+    assert.equal(loginMode.outcome, 'accept');
+
+    // The repository README's relying-party check ("Face login"), with jose,
+    // on that verdict: true for its own challenge only.
+    symlinkSync(join(ROOT, 'examples/relying-party/node_modules/jose'), join(work, 'node_modules', 'jose'), 'dir');
+    const check = (challenge) => run(`rp-${challenge.length}.mjs`, `${sameOrigin(matcher.url)}
+const __relative = globalThis.fetch;
+globalThis.fetch = (u, init) => __relative(String(u).replace('http://127.0.0.1:8082', ${JSON.stringify(matcher.url)}), init);
+${rootBlock}` + print(`await faceLogin('carol', ${JSON.stringify(challenge)}, ${JSON.stringify(loginMode.verdict)})`));
+    assert.equal(check(loginMode.challenge), true, 'the README check accepts the verdict');
+    assert.equal(check('another-challenge'), false, 'the README check refuses it for another challenge');
+
     // Service key: a gallery ciphertext from the public key only.
     const service = run(
       'service.mjs',
@@ -77,7 +112,7 @@ await init();
 const params = Params.auth4096();
 const servicePublicKeyBytes = Keys.generate(params).publicKey();
 const embeddings = ${JSON.stringify(samples(2, 3))}.map((e) => new Float32Array(e));
-${blocks[1]}` + print('{ bytes: galleryCiphertext.length }'),
+${blocks[2]}` + print('{ bytes: galleryCiphertext.length }'),
     );
     assert.ok(service.bytes > 80_000, `a public-key ciphertext (${service.bytes} bytes)`);
 
@@ -85,17 +120,19 @@ ${blocks[1]}` + print('{ bytes: galleryCiphertext.length }'),
     const bob = samples(3, 3);
     const worker = run(
       'worker.mjs',
-      `${sameOrigin(server.url)}\n${declare(['emb1', 'emb2', 'emb'], bob)}\n${blocks[2]}` + print('{ count, cosines }'),
+      `${sameOrigin(server.url)}\n${declare(['emb1', 'emb2', 'emb'], bob)}\n${blocks[3]}` + print('{ count, cosines }'),
     );
     assert.equal(worker.count, 2);
     assert.ok(worker.cosines.every((c) => c > 0.5), `genuine cosines ${worker.cosines}`);
 
     // General BFV: the slot products the comment promises.
-    const bfv = run('bfv.mjs', `${blocks[3]}` + print('{ slots: Array.from(encoder.decode(sk.decrypt(c)).slice(0, 4)), wire: wire.length }'));
+    const bfv = run('bfv.mjs', `${blocks[4]}` + print('{ slots: Array.from(encoder.decode(sk.decrypt(c)).slice(0, 4)), wire: wire.length }'));
     assert.deepEqual(bfv.slots, [4, 10, 18, 0]);
     assert.ok(bfv.wire > 0);
   } finally {
     if (server) await stopServer(server.proc);
+    if (matcher) await stopServer(matcher.proc);
+    if (decider) await stopServer(decider.proc);
     rmSync(work, { recursive: true, force: true });
   }
 });
