@@ -217,6 +217,18 @@ echo "$SEAL_ROWS"
 echo "== wasm: the npm package, simd128 and baseline builds (scripts/build-wasm.sh) =="
 logged build-wasm bash scripts/build-wasm.sh "$ROOT/pkg"
 
+# A login in headless Chromium on loopback, release server: full runs only.
+LOGIN_E2E_ROWS=""
+if [ "$QUICK" = 0 ]; then
+  echo "== login mode in Chromium: decider, matcher, relying party on loopback (release) =="
+  logged login-e2e env BLINDMATCH_SERVER="$ROOT/target/release/blindmatch-server" \
+    node --test tests/js/login.test.mjs
+  LOGIN_E2E_ROWS="$(sed -n 's/^# genuine login: //p' "$LOGS/login-e2e.log")"
+  [ -n "$LOGIN_E2E_ROWS" ] || die "the Chromium login test printed no timings (log: $LOGS/login-e2e.log)"
+  echo "$LOGIN_E2E_ROWS"
+fi
+
+
 echo "== wasm: Node bench =="
 WASM_ROWS="$(rows_of wasm-ntt node bench/wasm_ntt.mjs "$ROOT/pkg" "${QFLAG[@]}")"
 echo "$WASM_ROWS"
@@ -231,7 +243,7 @@ $(rows_of node-seal-page node bench/node_seal/page.mjs --pkg "$ROOT/pkg")"
 fi
 echo "$NODESEAL_ROWS"
 
-TRANSFORM_ROWS="$TRANSFORM_ROWS" HTTP_ROWS="$HTTP_ROWS" HOSTILE_ROWS="$HOSTILE_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" \
+LOGIN_E2E_ROWS="$LOGIN_E2E_ROWS" TRANSFORM_ROWS="$TRANSFORM_ROWS" HTTP_ROWS="$HTTP_ROWS" HOSTILE_ROWS="$HOSTILE_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" \
   SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" \
   COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo

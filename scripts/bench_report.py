@@ -250,6 +250,16 @@ if all(login_us.values()):
         md += ["", f"Verdicts per second on all {os.cpu_count()} cores (64 logins spread with rayon): "
                f"{LOGIN_BATCH / (login_allcores / 1e6):,.0f}; on one core: {1e6 / login_us['total']:,.0f}."]
 
+login_e2e = os.environ.get("LOGIN_E2E_ROWS", "").strip()
+if login_e2e:
+    md += ["", "## A login in headless Chromium on loopback (tests/js/login.test.mjs, release server)", "",
+           "The page's own timings of one genuine login: the relying party's challenge, the user's public key,",
+           "the probe encrypted in the Web Worker, matcher and decider, the relying party's jose check.", "",
+           "| step | ms |", "|---|---:|"]
+    for line in login_e2e.splitlines():
+        step, _, ms = line.removesuffix(" ms").rpartition(" ")
+        md.append(f"| {step} | {ms} |")
+
 md += ["", "## 1:N identify throughput (100 000 templates, d = 128, plaintext probe)", "",
        "| who | cores | time for the gallery (ms) | template comparisons per second |",
        "|---|---:|---:|---:|"]
