@@ -70,6 +70,14 @@ function samples(count) {
   return { list: Array.from({ length: count }, () => capture(who, dim)), label: `demo identity ${who}` };
 }
 
+/** The number of captures to enroll, checked against one template's room. */
+function captureCount() {
+  const count = Number(el.captures.value);
+  const max = server.templatesPerCiphertext;
+  if (!Number.isInteger(count) || count < 1 || count > max) throw new Error(`captures to enroll: 1 to ${max}`);
+  return count;
+}
+
 function threshold() {
   const t = Number(el.threshold.value);
   if (!Number.isFinite(t) || t < -1 || t > 1) throw new Error('the threshold must be a number between -1 and 1');
@@ -140,10 +148,7 @@ async function run(action) {
 async function register() {
   if (rp) return registerWithTicket();
   const name = userName();
-  const count = Number(el.captures.value);
-  const max = server.templatesPerCiphertext;
-  if (!Number.isInteger(count) || count < 1 || count > max) throw new Error(`captures to enroll: 1 to ${max}`);
-  const { list, label } = samples(count);
+  const { list, label } = samples(captureCount());
   const rows = [];
   let handle;
   let uploaded = false;
@@ -257,10 +262,7 @@ async function encryptorFor(rows, name) {
 
 async function registerWithTicket() {
   const name = userName();
-  const count = Number(el.captures.value);
-  const max = server.templatesPerCiphertext;
-  if (!Number.isInteger(count) || count < 1 || count > max) throw new Error(`captures to enroll: 1 to ${max}`);
-  const { list, label } = samples(count);
+  const { list, label } = samples(captureCount());
   const rows = [];
   let handle;
   try {

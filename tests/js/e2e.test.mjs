@@ -16,35 +16,16 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
+import { act, browserSkip, openPage } from './chromium.mjs';
 import { serverBinary, startServer, stopServer } from './server.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const THRESHOLD = 0.18; // the page's default (www/embeddings.js)
 
-async function loadPlaywright() {
-  for (const base of [join(ROOT, 'target/tools/'), ROOT]) {
-    try {
-      const path = createRequire(join(base, 'noop.js')).resolve('playwright-core');
-      const mod = await import(pathToFileURL(path).href);
-      return mod.chromium ? mod : mod.default;
-    } catch {
-      // try the next place
-    }
-  }
-  return null;
-}
-
-const playwright = await loadPlaywright();
-const skip = !existsSync(CHROMIUM)
-  ? `no Chromium at ${CHROMIUM} (set CHROMIUM)`
-  : !playwright
-    ? 'playwright-core is not installed (npm install --prefix target/tools playwright-core)'
-    : false;
+const skip = browserSkip;
 
 test('demo login page end to end: register, genuine login accepted, impostor rejected', { skip, timeout: 600_000 }, async (t) => {
   assert.ok(existsSync(join(ROOT, 'pkg/index.js')), 'pkg/ is not built: run bash scripts/build-wasm.sh');
@@ -57,29 +38,11 @@ test('demo login page end to end: register, genuine login accepted, impostor rej
     server = await startServer(bin, work);
     const base = server.url;
 
-    context = await playwright.chromium.launchPersistentContext(join(work, 'profile'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      chromiumSandbox: false,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-        '--disable-sync', '--no-first-run'],
-      viewport: { width: 1000, height: 900 },
-    });
     // Everything must stay on the server under test.
-    const offsite = [];
-    await context.route('**/*', (route) => {
-      const u = route.request().url();
-      if (u.startsWith(`${base}/`)) return route.continue();
-      offsite.push(u);
-      return route.abort();
-    });
-    const page = context.pages()[0] ?? (await context.newPage());
-    const pageErrors = [];
-    const cspViolations = [];
-    page.on('pageerror', (e) => pageErrors.push(String(e)));
-    page.on('console', (m) => {
-      if (/Content.Security.Policy|Refused to/i.test(m.text())) cspViolations.push(m.text());
-    });
+    const opened = await openPage(join(work, 'profile'), base);
+    context = opened.context;
+    const { page, offsite, pageErrors, consoleLines } = opened;
+    const cspViolations = () => consoleLines.filter((l) => /Content.Security.Policy|Refused to/i.test(l));
 
     await page.goto(`${base}/`);
     await page.waitForSelector('#engine[data-ready="true"]', { timeout: 60_000 });
@@ -87,26 +50,16 @@ test('demo login page end to end: register, genuine login accepted, impostor rej
     t.diagnostic(engine.trim());
     assert.match(engine, /simd128|baseline/);
 
-    /** Clicks a button and waits until the page is no longer busy. */
-    async function act(button) {
-      const t0 = performance.now();
-      await page.click(button);
-      await page.waitForFunction(() => document.getElementById('form').getAttribute('aria-busy') !== 'true', null, { timeout: 120_000 });
-      const error = await page.$eval('#error', (e) => (e.hidden ? null : e.textContent));
-      const outcome = await page.$eval('#outcome', (e) => ({ kind: e.dataset.outcome, text: e.textContent, cosine: e.dataset.cosine }));
-      return { error, ...outcome, ms: performance.now() - t0 };
-    }
-
     const user = 'ada-e2e';
     // A login before registering: a clear error, no outcome.
     await page.fill('#user', user);
-    let r = await act('#login');
+    let r = await act(page, '#login');
     assert.match(r.error ?? '', /no key for .*register first/, 'unregistered login must show an error');
 
     // Register Ada with 5 captures.
     await page.selectOption('#identity', 'Ada');
     await page.fill('#captures', '5');
-    r = await act('#register');
+    r = await act(page, '#register');
     assert.equal(r.error, null, `register failed: ${r.error}`);
     assert.equal(r.kind, 'registered', r.text);
     t.diagnostic(`register: ${r.ms.toFixed(0)} ms`);
@@ -141,7 +94,7 @@ test('demo login page end to end: register, genuine login accepted, impostor rej
     assert.deepEqual([stored.isCryptoKey, stored.extractable, stored.algorithm], [true, false, 'AES-GCM']);
 
     // Genuine login: a fresh capture of Ada.
-    r = await act('#login');
+    r = await act(page, '#login');
     assert.equal(r.error, null, `login failed: ${r.error}`);
     t.diagnostic(`genuine: ${r.text} (${r.ms.toFixed(0)} ms)`);
     assert.equal(r.kind, 'accepted', r.text);
@@ -161,7 +114,7 @@ test('demo login page end to end: register, genuine login accepted, impostor rej
 
     // Impostor: Grace's sample against Ada's account.
     await page.selectOption('#identity', 'Grace');
-    r = await act('#login');
+    r = await act(page, '#login');
     assert.equal(r.error, null, `login failed: ${r.error}`);
     t.diagnostic(`impostor: ${r.text}`);
     assert.equal(r.kind, 'rejected', r.text);
@@ -171,17 +124,17 @@ test('demo login page end to end: register, genuine login accepted, impostor rej
 
     // A pasted embedding of the wrong length: the page says what is wrong.
     await page.fill('#embedding', '[0.1, 0.2, 0.3]');
-    r = await act('#login');
+    r = await act(page, '#login');
     assert.match(r.error ?? '', /3 numbers; the server expects 128/);
 
     // A registration under a taken name: the server's 409 is shown.
     await page.selectOption('#identity', 'Ada');
-    r = await act('#register');
+    r = await act(page, '#register');
     assert.match(r.error ?? '', /409 \(user_exists\)/);
     assert.equal((await (await fetch(`${base}/v1/users/${user}`)).json()).template_count, 5, 'a refused registration must not remove the user');
 
     // Back to the genuine result for the picture.
-    r = await act('#login');
+    r = await act(page, '#login');
     assert.equal(r.kind, 'accepted', r.text);
     await page.screenshot({ path: screenshot, fullPage: true });
     t.diagnostic(`screenshot: ${screenshot}`);
@@ -193,7 +146,7 @@ test('demo login page end to end: register, genuine login accepted, impostor rej
 
     assert.deepEqual(offsite, [], 'requests left 127.0.0.1');
     assert.deepEqual(pageErrors, [], 'uncaught page errors');
-    assert.deepEqual(cspViolations, [], 'CSP violations');
+    assert.deepEqual(cspViolations(), [], 'CSP violations');
   } finally {
     await context?.close().catch(() => {});
     if (server) await stopServer(server.proc);

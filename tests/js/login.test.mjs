@@ -14,40 +14,19 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { act, browserSkip, openPage } from './chromium.mjs';
 import { serverBinary, startDecider, startServer, stopServer } from './server.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
 const ISSUER = 'https://login.example';
 const KEY = 'rp-e2e-key-0123456789abcdefghijkl';
 
-async function loadPlaywright() {
-  for (const base of [join(ROOT, 'target/tools/'), ROOT]) {
-    try {
-      const path = createRequire(join(base, 'noop.js')).resolve('playwright-core');
-      const mod = await import(pathToFileURL(path).href);
-      return mod.chromium ? mod : mod.default;
-    } catch {
-      // try the next place
-    }
-  }
-  return null;
-}
-
-const playwright = await loadPlaywright();
 const joseInstalled = existsSync(join(ROOT, 'examples/relying-party/node_modules/jose'));
-const skip = !existsSync(CHROMIUM)
-  ? `no Chromium at ${CHROMIUM} (set CHROMIUM)`
-  : !playwright
-    ? 'playwright-core is not installed (npm install --prefix target/tools playwright-core)'
-    : !joseInstalled
-      ? 'jose is not installed in examples/relying-party (scripts/setup.sh)'
-      : false;
+const skip = browserSkip || (!joseInstalled && 'jose is not installed in examples/relying-party (scripts/setup.sh)');
 
 test('login mode in Chromium: ticket, signed verdict, the relying party sets a session', { skip, timeout: 600_000 }, async (t) => {
   assert.ok(existsSync(join(ROOT, 'pkg/index.js')), 'pkg/ is not built: run bash scripts/build-wasm.sh');
@@ -70,38 +49,15 @@ test('login mode in Chromium: ticket, signed verdict, the relying party sets a s
     await once(rp, 'listening');
     const base = `http://127.0.0.1:${rp.address().port}`;
 
-    context = await playwright.chromium.launchPersistentContext(join(work, 'profile'), {
-      executablePath: CHROMIUM,
-      headless: true,
-      chromiumSandbox: false,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-        '--disable-sync', '--no-first-run'],
-      viewport: { width: 1000, height: 900 },
-    });
-    const offsite = [];
-    await context.route('**/*', (route) => {
-      const u = route.request().url();
-      if (u.startsWith(`${base}/`)) return route.continue();
-      offsite.push(u);
-      return route.abort();
-    });
-    const page = context.pages()[0] ?? (await context.newPage());
-    const pageErrors = [];
-    page.on('pageerror', (e) => pageErrors.push(String(e)));
+    const opened = await openPage(join(work, 'profile'), base);
+    context = opened.context;
+    const { page, offsite, pageErrors } = opened;
 
     await page.goto(`${base}/`);
     await page.waitForSelector('#engine[data-ready="true"]', { timeout: 60_000 });
     assert.equal(await page.getAttribute('body', 'data-mode'), 'login');
     assert.ok(await page.isHidden('#threshold-field'), 'the page has no threshold to edit in login mode');
 
-    async function act(button) {
-      const t0 = performance.now();
-      await page.click(button);
-      await page.waitForFunction(() => document.getElementById('form').getAttribute('aria-busy') !== 'true', null, { timeout: 120_000 });
-      const error = await page.$eval('#error', (e) => (e.hidden ? null : e.textContent));
-      const outcome = await page.$eval('#outcome', (e) => ({ kind: e.dataset.outcome, text: e.textContent, verdict: e.dataset.verdict }));
-      return { error, ...outcome, ms: performance.now() - t0 };
-    }
     const me = () => page.evaluate(async () => {
       const r = await fetch('/rp/me');
       return { status: r.status, body: await r.json() };
@@ -112,7 +68,7 @@ test('login mode in Chromium: ticket, signed verdict, the relying party sets a s
     await page.fill('#user', user);
     await page.selectOption('#identity', 'Ada');
     await page.fill('#captures', '5');
-    let r = await act('#register');
+    let r = await act(page, '#register');
     assert.equal(r.error, null, `register failed: ${r.error}`);
     assert.equal(r.kind, 'registered', r.text);
     // The matcher holds the decider's public key for Ada (a random epoch) and her
@@ -122,14 +78,14 @@ test('login mode in Chromium: ticket, signed verdict, the relying party sets a s
     assert.ok(Number.isInteger(info.key_epoch), JSON.stringify(info));
     assert.equal(await page.evaluate(async () => (await indexedDB.databases()).length), 0, 'no key in IndexedDB');
     // A second registration of an enrolled name gets no ticket.
-    r = await act('#register');
+    r = await act(page, '#register');
     assert.match(r.error ?? '', /is enrolled/);
 
     // Not logged in yet.
     assert.equal((await me()).status, 401);
 
     // Genuine: an accept verdict, and the relying party's session.
-    r = await act('#login');
+    r = await act(page, '#login');
     assert.equal(r.error, null, `login failed: ${r.error}`);
     assert.equal(r.kind, 'accepted', r.text);
     assert.equal(r.verdict, 'accept');
@@ -140,7 +96,7 @@ test('login mode in Chromium: ticket, signed verdict, the relying party sets a s
     await page.evaluate(() => fetch('/rp/logout', { method: 'POST' }));
     assert.equal((await me()).status, 401);
     await page.selectOption('#identity', 'Grace');
-    r = await act('#login');
+    r = await act(page, '#login');
     assert.equal(r.error, null, `login failed: ${r.error}`);
     assert.equal(r.kind, 'rejected', r.text);
     assert.equal(r.verdict, 'reject');

@@ -220,38 +220,8 @@ pub(crate) fn call_with(
     headers: &[(&str, &str)],
     body: Option<&[u8]>,
 ) -> Resp {
-    let mut req = ureq::request(method, url).timeout(Duration::from_secs(120));
-    for (k, v) in headers {
-        req = req.set(k, v);
-    }
-    let r = match body {
-        Some(b) => req
-            .set("content-type", "application/octet-stream")
-            .send_bytes(b),
-        None => req.call(),
-    };
-    let resp = match r {
-        Ok(r) | Err(ureq::Error::Status(_, r)) => r,
-        Err(e) => panic!("{method} {url}: {e}"),
-    };
-    let status = resp.status();
-    let content_type = resp.header("content-type").unwrap_or("").to_string();
-    let headers = resp
-        .headers_names()
-        .into_iter()
-        .map(|k| {
-            let v = resp.header(&k).unwrap_or("").to_string();
-            (k, v)
-        })
-        .collect();
-    let mut body = Vec::new();
-    resp.into_reader().read_to_end(&mut body).unwrap();
-    Resp {
-        status,
-        content_type,
-        headers,
-        body,
-    }
+    try_request(method, url, headers, body, "application/octet-stream")
+        .unwrap_or_else(|e| panic!("{method} {url}: {e}"))
 }
 
 /// What `jose` (examples/relying-party/verify.mjs, the way a Node backend
@@ -333,7 +303,21 @@ pub(crate) fn try_call_as(
     body: Option<&[u8]>,
     ct: &str,
 ) -> Result<Resp, String> {
-    let req = ureq::request(method, url).timeout(Duration::from_secs(120));
+    try_request(method, url, &[], body, ct)
+}
+
+/// One HTTP request with extra headers; `Err` only for transport errors.
+pub(crate) fn try_request(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+    ct: &str,
+) -> Result<Resp, String> {
+    let mut req = ureq::request(method, url).timeout(Duration::from_secs(120));
+    for (k, v) in headers {
+        req = req.set(k, v);
+    }
     let r = match body {
         Some(b) => req.set("content-type", ct).send_bytes(b),
         None => req.call(),

@@ -22,7 +22,7 @@ use crate::server::verdict::Outcome;
 use super::auth::{client_addr, PeerAddr};
 use super::extract::{BinaryBody, CiphertextBody, UserName};
 use super::state::{db, to_completion};
-use super::verify::{verify_user, Audit};
+use super::verify::{load_enrolled, verify_user, Audit};
 use super::wire::split_keys;
 use super::{ApiError, ApiResult, AppState, ErrorCode};
 
@@ -225,16 +225,7 @@ pub(super) async fn issue_challenge(
             "aud is none of the matcher's --audience values",
         ));
     }
-    let u = user.clone();
-    let rec = db(&st.store, move |s| s.load_user(&u))
-        .await?
-        .ok_or_else(ApiError::unknown_user)?;
-    if rec.template.is_none() {
-        return Err(ApiError::new(
-            ErrorCode::NoTemplate,
-            "this user has no enrolled template",
-        ));
-    }
+    load_enrolled(&st, &user).await?;
     let challenge = login
         .challenges
         .issue(

@@ -142,16 +142,7 @@ pub(super) async fn verify_user(
         None => {
             let t_db = Instant::now();
             let stamp = st.cache.stamp();
-            let u = user.clone();
-            let rec = db(&st.store, move |s| s.load_user(&u))
-                .await?
-                .ok_or_else(ApiError::unknown_user)?;
-            if rec.template.is_none() {
-                return Err(ApiError::new(
-                    ErrorCode::NoTemplate,
-                    "this user has no enrolled template",
-                ));
-            }
+            let rec = load_enrolled(st, &user).await?;
             db_us += t_db.elapsed().as_micros() as u64;
             (Some(stamp), Some(rec))
         }
@@ -231,6 +222,22 @@ pub(super) async fn verify_user(
 
 /// Parses a stored user record (keys and template) and prepares the
 /// template for repeated verifications.
+/// The stored record of `user`, who must have an enrolled template (404
+/// `unknown_user` or `no_template` otherwise).
+pub(super) async fn load_enrolled(st: &AppState, user: &str) -> ApiResult<UserRecord> {
+    let u = user.to_string();
+    let rec = db(&st.store, move |s| s.load_user(&u))
+        .await?
+        .ok_or_else(ApiError::unknown_user)?;
+    if rec.template.is_none() {
+        return Err(ApiError::new(
+            ErrorCode::NoTemplate,
+            "this user has no enrolled template",
+        ));
+    }
+    Ok(rec)
+}
+
 fn parse_record(params: &Params, verifier: &Verifier, rec: UserRecord) -> ApiResult<Loaded> {
     let (template, count) = rec
         .template
