@@ -79,7 +79,9 @@ fn login(c: &mut Criterion) {
     let mut g = c.benchmark_group("login");
     g.sample_size(20);
     g.bench_function("matcher", |b| b.iter(|| black_box(matcher(&mut rng))));
-    g.bench_function("decider", |b| b.iter(|| black_box(decide(black_box(&sent)))));
+    g.bench_function("decider", |b| {
+        b.iter(|| black_box(decide(black_box(&sent))))
+    });
     g.bench_function("total", |b| {
         b.iter(|| black_box(decide(&matcher(&mut rng))))
     });
