@@ -6,6 +6,7 @@
 //! they succeed, then against login mode, where they are refused.
 
 use crate::harness::*;
+use blindmatch::server::verdict::{KeyStatement, PublicKeys};
 
 /// The relying party's API key (its file: `api.keys` in the test dir).
 const KEY: &str = "rp-key-0123456789abcdefghijklmn";
@@ -21,7 +22,12 @@ struct LoginMode {
 
 impl LoginMode {
     fn start(tag: &str, extra: &[&str]) -> LoginMode {
-        let dir = temp_dir(tag);
+        LoginMode::start_in(temp_dir(tag), extra)
+    }
+
+    /// Login mode on the database in `dir` (a matcher may have served it
+    /// before in the user-held-key mode).
+    fn start_in(dir: TempDir, extra: &[&str]) -> LoginMode {
         let decider = Decider::start(&dir);
         let keys = dir.join("api.keys");
         std::fs::write(&keys, format!("# the relying party\n{KEY}\n")).unwrap();
@@ -157,9 +163,21 @@ struct Browser {
 }
 
 impl Browser {
+    /// The page's side for `user`, once the decider's statement of the key
+    /// the matcher served checks (what `checkKeyStatement` does in the
+    /// package).
     fn of(m: &LoginMode, user: &str, seed: u8) -> Browser {
         let r = call("GET", &m.url(&format!("/v1/users/{user}/public-key")), None);
         assert_eq!(r.status, 200);
+        let keys = PublicKeys::from_jwks(&std::fs::read(&m.jwks).unwrap()).unwrap();
+        let statement = keys
+            .verify_key_statement(r.header("x-key-statement").expect("a key statement"))
+            .expect("signed by the decider");
+        assert_eq!(statement.iss, ISSUER);
+        assert_eq!(statement.sub, user);
+        let epoch: u32 = r.header("x-key-epoch").unwrap().parse().unwrap();
+        assert_eq!(statement.epoch, epoch);
+        assert_eq!(statement.pk_sha256, KeyStatement::digest(&r.body));
         let params = Params::auth4096();
         Browser {
             pk: PublicKey::from_bytes(&params, &r.body).unwrap(),
@@ -492,6 +510,71 @@ fn failed_logins_wait_then_lock_out() {
     assert_eq!(m.outcomes("alice"), ["reject", "reject", "reject"]);
     enroll_with_ticket(&m, "alice", &mut b, &face, &mut rng);
     let (_, _, outcome) = m.login("alice", &b.probe(&near(&face, &mut rng)));
+    assert_eq!(outcome, "accept");
+}
+
+/// Key rotation by re-enrollment: a ticket issued with `?rotate=true` moves
+/// the user to the next epoch, an unrelated key pair; the old template goes
+/// with the old key, probes under the old key get no verdict, and the user
+/// logs in again once enrolled under the new one. A user who registered
+/// keys of their own before login mode moves to the decider's the same way.
+#[test]
+fn rotation_moves_a_user_to_a_new_key_epoch() {
+    let _machine = shared();
+    let mut rng = Prng::from_seed([95; 32]);
+    let face = embedding(&mut rng);
+
+    // Registered in the user-held-key mode first (same database).
+    let dir = temp_dir("rotate-own-keys");
+    let s = Server::start(&dir, &[]);
+    let mut own = Identity::new(96);
+    enroll(&s.url, "bob", &mut own, &face);
+    drop(s);
+
+    let m = LoginMode::start_in(dir, &[]);
+    let mut b = Browser::of_new(&m, "alice", 97);
+    enroll_with_ticket(&m, "alice", &mut b, &face, &mut rng);
+    let epoch = m.api("GET", "/v1/users/alice").json()["key_epoch"]
+        .as_u64()
+        .unwrap();
+    let old_probe = b.probe(&near(&face, &mut rng));
+
+    let r = m.api("POST", "/v1/users/alice/tickets?rotate=true");
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let ticket = r.json()["ticket"].as_str().unwrap().to_string();
+    assert_eq!(r.json()["epoch"].as_u64().unwrap(), (epoch + 1) % (1 << 32));
+    let info = m.api("GET", "/v1/users/alice").json();
+    assert_eq!(info["key_epoch"].as_u64().unwrap(), (epoch + 1) % (1 << 32));
+    assert_eq!(info["template_count"], serde_json::Value::Null, "{info}");
+    m.api("POST", &format!("/v1/users/alice/challenges?aud={APP}"))
+        .expect_error(404, "no_template");
+    let mut rotated = Browser::of(&m, "alice", 98);
+    assert_ne!(rotated.pk.to_bytes(), b.pk.to_bytes());
+    let body = rotated.template(&[near(&face, &mut rng), near(&face, &mut rng)]);
+    let r = m.put_template("alice", &format!("Ticket {ticket}"), &body);
+    assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    // A probe under the old key: no verdict (and a failed attempt).
+    let c = m.challenge("alice");
+    m.login_from("alice", &c, &old_probe, None)
+        .expect_error(422, "not_under_key");
+    let (_, _, outcome) = m.login("alice", &rotated.probe(&near(&face, &mut rng)));
+    assert_eq!(outcome, "accept");
+
+    // Bob's own keys: a plain ticket is refused, a rotating one moves him.
+    m.api("POST", "/v1/users/bob/tickets")
+        .expect_error(403, "login_mode");
+    let r = m.api("POST", "/v1/users/bob/tickets?rotate=true");
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    let ticket = r.json()["ticket"].as_str().unwrap().to_string();
+    let mut bob = Browser::of(&m, "bob", 99);
+    assert_ne!(bob.pk.to_bytes(), own.pk.to_bytes());
+    let body = bob.template(&[near(&face, &mut rng)]);
+    assert_eq!(
+        m.put_template("bob", &format!("Ticket {ticket}"), &body)
+            .status,
+        204
+    );
+    let (_, _, outcome) = m.login("bob", &bob.probe(&near(&face, &mut rng)));
     assert_eq!(outcome, "accept");
 }
 

@@ -15,8 +15,9 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::bfv::{PublicKey, RelinKey};
+use crate::server::decider::http::KEY_STATEMENT_HEADER;
 use crate::server::login::{Challenge, Login, Refusal, VerdictQuery};
-use crate::server::store::{now_millis, now_secs, AuditRow};
+use crate::server::store::{now_millis, now_secs, AuditRow, DeciderKey};
 use crate::server::verdict::Outcome;
 
 use super::auth::{client_addr, PeerAddr};
@@ -115,7 +116,7 @@ async fn register(
             u32::from_le_bytes(raw)
         }
     };
-    let keys = login.decider.user_keys(user, epoch).await?;
+    let (keys, statement) = login.decider.user_keys(user, epoch).await?;
     // What the decider sent must parse before it is stored.
     let params = st.params.clone();
     let checked = keys.clone();
@@ -140,10 +141,14 @@ async fn register(
         let u = owned.clone();
         let stored = db(&state.store, move |s| {
             let (pk, rk) = split_keys(&keys).expect("checked above");
+            let key = DeciderKey {
+                epoch,
+                statement: &statement,
+            };
             if exists {
-                s.rotate_keys(&u, pk, rk, epoch)
+                s.rotate_keys(&u, pk, rk, key)
             } else {
-                s.put_keys(&u, &params_id, pk, rk, Some(epoch), max_users)
+                s.put_keys(&u, &params_id, pk, rk, Some(key), max_users)
             }
         })
         .await;
@@ -184,6 +189,15 @@ pub(super) async fn public_key(
             header::HeaderName::from_static("x-key-epoch"),
             HeaderValue::from(e),
         );
+    }
+    // The decider's signature over (user, epoch, the key's digest): the
+    // page checks it against the JWK set of its own origin.
+    if let Some(v) = rec
+        .key_statement
+        .and_then(|s| HeaderValue::from_str(&s).ok())
+    {
+        resp.headers_mut()
+            .insert(header::HeaderName::from_static(KEY_STATEMENT_HEADER), v);
     }
     Ok(resp)
 }

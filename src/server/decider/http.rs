@@ -16,7 +16,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::{PathRejection, QueryRejection};
 use axum::extract::{FromRef, FromRequest, FromRequestParts, Path, Query, Request, State};
-use axum::http::{header, request::Parts};
+use axum::http::{header, request::Parts, HeaderName, HeaderValue};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
@@ -34,6 +34,9 @@ pub const HEALTHZ: &str = "/healthz";
 pub const JWKS: &str = "/.well-known/jwks.json";
 pub const USER_KEYS: &str = "/v1/user-keys/{user}";
 pub const VERDICTS: &str = "/v1/verdicts";
+/// The header carrying the decider's signed statement of a user's public
+/// key (from the decider to the matcher, and from the matcher to the page).
+pub const KEY_STATEMENT_HEADER: &str = "x-key-statement";
 
 /// Longest `aud` and `nonce` accepted.
 const MAX_CLAIM_LEN: usize = 256;
@@ -178,12 +181,26 @@ async fn user_keys(
             .decider
             .matcher_keys(&label)
             .map_err(|e| ApiError::internal(&e.to_string()))?;
-        Ok::<_, ApiError>(frame_keys(&pk.to_bytes(), Some(&rk.to_bytes())))
+        let statement =
+            st.decider
+                .key_statement(&label, &pk, crate::server::store::now_secs() as u64);
+        Ok::<_, ApiError>((frame_keys(&pk.to_bytes(), Some(&rk.to_bytes())), statement))
     });
-    let body = work
+    let (body, statement) = work
         .await
         .map_err(|_| ApiError::internal("key derivation failed"))??;
-    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], body))
+    let statement = HeaderValue::from_str(&statement)
+        .map_err(|_| ApiError::internal("the key statement is not a header value"))?;
+    Ok((
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            ),
+            (HeaderName::from_static(KEY_STATEMENT_HEADER), statement),
+        ],
+        body,
+    ))
 }
 
 #[derive(Debug, Deserialize)]

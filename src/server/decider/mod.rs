@@ -20,7 +20,7 @@ use crate::error::BfvError;
 use crate::error::MatchError;
 use crate::matching::{Quantizer, ScoreReply};
 
-use super::verdict::{Claims, VerdictKeys};
+use super::verdict::{Claims, KeyStatement, VerdictKeys};
 
 pub use policy::{Policy, Rule};
 pub use user_keys::{KeyLabel, MasterSecret};
@@ -106,6 +106,17 @@ impl Decider {
     pub fn matcher_keys(&self, label: &KeyLabel<'_>) -> Result<(PublicKey, RelinKey), BfvError> {
         let (sk, pk) = self.master.user_keys(&self.params, label);
         Ok((pk, RelinKey::new(&sk)?))
+    }
+
+    /// Its signed statement that `public_key` is `label`'s, issued at `now`.
+    pub fn key_statement(&self, label: &KeyLabel<'_>, public_key: &PublicKey, now: u64) -> String {
+        self.keys.signing().sign_key_statement(&KeyStatement {
+            iss: self.issuer.clone(),
+            sub: label.user.to_string(),
+            epoch: label.epoch,
+            pk_sha256: KeyStatement::digest(&public_key.to_bytes()),
+            iat: now,
+        })
     }
 
     /// The parameters its keys are for.

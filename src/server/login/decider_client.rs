@@ -8,13 +8,14 @@ use std::time::Duration;
 use axum::body::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http1::{self, SendRequest};
-use hyper::header;
+use hyper::header::{self, HeaderMap};
 use hyper_util::rt::TokioIo;
 use serde::Deserialize;
 use tokio::net::TcpStream;
 use zeroize::Zeroizing;
 
 use crate::server::api::{ApiError, ErrorCode};
+use crate::server::decider::http::KEY_STATEMENT_HEADER;
 
 /// Connections kept open for later calls.
 const IDLE_CONNECTIONS: usize = 8;
@@ -117,9 +118,17 @@ impl DeciderClient {
 
     /// `GET /v1/user-keys/{user}?epoch=E`: the keys framing of the user's
     /// public and relinearization keys.
-    pub async fn user_keys(&self, user: &str, epoch: u32) -> Result<Bytes, DeciderError> {
+    /// The keys framing and the decider's signed key statement.
+    pub async fn user_keys(&self, user: &str, epoch: u32) -> Result<(Bytes, String), DeciderError> {
         let path = format!("/v1/user-keys/{user}?epoch={epoch}");
-        self.call("GET", &path, Bytes::new()).await
+        let (headers, body) = self.call("GET", &path, Bytes::new()).await?;
+        let statement = headers
+            .get(KEY_STATEMENT_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .ok_or_else(|| {
+                DeciderError::Transport("the user's keys came without a key statement".into())
+            })?;
+        Ok((body, statement.to_string()))
     }
 
     /// `POST /v1/verdicts`: the compact reply in, the signed verdict out.
@@ -133,7 +142,7 @@ impl DeciderClient {
             verdict: String,
         }
         let path = format!("/v1/verdicts?{}", query.encode());
-        let body = self.call("POST", &path, Bytes::from(reply)).await?;
+        let (_, body) = self.call("POST", &path, Bytes::from(reply)).await?;
         let a: Answer = serde_json::from_slice(&body)
             .map_err(|e| DeciderError::Transport(format!("verdict answer: {e}")))?;
         Ok(a.verdict)
@@ -141,17 +150,29 @@ impl DeciderClient {
 
     /// `GET /.well-known/jwks.json`: the verdict keys.
     pub async fn jwks(&self) -> Result<Bytes, DeciderError> {
-        self.call("GET", "/.well-known/jwks.json", Bytes::new())
-            .await
+        Ok(self
+            .call("GET", "/.well-known/jwks.json", Bytes::new())
+            .await?
+            .1)
     }
 
-    async fn call(&self, method: &str, path: &str, body: Bytes) -> Result<Bytes, DeciderError> {
+    async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Bytes,
+    ) -> Result<(HeaderMap, Bytes), DeciderError> {
         tokio::time::timeout(CALL_TIMEOUT, self.exchange(method, path, body))
             .await
             .map_err(|_| DeciderError::Transport(format!("{method} {path}: timed out")))?
     }
 
-    async fn exchange(&self, method: &str, path: &str, body: Bytes) -> Result<Bytes, DeciderError> {
+    async fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        body: Bytes,
+    ) -> Result<(HeaderMap, Bytes), DeciderError> {
         let transport =
             |e: &dyn std::fmt::Display| DeciderError::Transport(format!("{method} {path}: {e}"));
         let mut sender = match self.take_idle() {
@@ -168,14 +189,15 @@ impl DeciderClient {
             .map_err(|e| transport(&e))?;
         let resp = sender.send_request(req).await.map_err(|e| transport(&e))?;
         let status = resp.status();
-        let bytes = Limited::new(resp.into_body(), MAX_ANSWER)
+        let (parts, body) = resp.into_parts();
+        let bytes = Limited::new(body, MAX_ANSWER)
             .collect()
             .await
             .map_err(|e| transport(&e))?
             .to_bytes();
         self.put_idle(sender);
         if status.is_success() {
-            return Ok(bytes);
+            return Ok((parts.headers, bytes));
         }
         let (code, message) = match serde_json::from_slice::<ErrorBody>(&bytes) {
             Ok(e) => (e.code, e.error),

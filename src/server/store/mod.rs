@@ -33,7 +33,7 @@ use audit::Pending;
 pub use audit::{AuditLog, AuditRow, AUDIT_FLUSH_INTERVAL, AUDIT_PRUNE_INTERVAL};
 pub use galleries::{GalleryRow, GalleryRowRef};
 pub use offline::{audit_log, backup, AuditEntry, Backup, OfflineError};
-pub use users::{UserInfo, UserRecord};
+pub use users::{DeciderKey, UserInfo, UserRecord};
 
 use audit::commit_audit;
 use journal::{Batch, Journal, JournalError};
@@ -95,8 +95,10 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX audit_user_id ON audit(user_id);
     CREATE TABLE deleted_users (id INTEGER PRIMARY KEY);",
     // 7: login mode: the decider's key epoch of a user whose keys the
-    // decider derived (NULL: keys the user holds).
-    "ALTER TABLE users ADD COLUMN key_epoch INTEGER;",
+    // decider derived (NULL: keys the user holds), and the decider's signed
+    // statement that the public key is that user's of that epoch.
+    "ALTER TABLE users ADD COLUMN key_epoch INTEGER;
+     ALTER TABLE users ADD COLUMN key_statement TEXT;",
 ];
 
 /// The schema version this build writes.

@@ -21,6 +21,16 @@ pub struct UserRecord {
     /// Login mode: the decider's key epoch the keys are of (`None`: keys
     /// the user holds).
     pub key_epoch: Option<u32>,
+    /// Login mode: the decider's signed key statement (a JWS binding the
+    /// user, the epoch and the public key's digest).
+    pub key_statement: Option<String>,
+}
+
+/// Keys the decider derived: their epoch and its signed statement of them.
+#[derive(Clone, Copy, Debug)]
+pub struct DeciderKey<'a> {
+    pub epoch: u32,
+    pub statement: &'a str,
 }
 
 impl std::fmt::Debug for UserRecord {
@@ -55,8 +65,9 @@ pub struct UserInfo {
 }
 
 impl Store {
-    /// Registers a new user's keys under a new id (`key_epoch`: the
-    /// decider's epoch of keys it derived, `None` for keys the user holds).
+    /// Registers a new user's keys under a new id (`decider`: the epoch and
+    /// statement of keys the decider derived, `None` for keys the user
+    /// holds).
     /// Refuses an existing user, and a new one when `max_users` are
     /// registered.
     pub fn put_keys(
@@ -65,7 +76,7 @@ impl Store {
         params_id: &str,
         public_key: &[u8],
         relin_key: Option<&[u8]>,
-        key_epoch: Option<u32>,
+        decider: Option<DeciderKey<'_>>,
         max_users: usize,
     ) -> Result<(), StoreError> {
         self.write(|tx| {
@@ -82,16 +93,18 @@ impl Store {
                 |r| r.get(0),
             )?;
             let ms = now_millis();
+            let (epoch, statement) = (decider.map(|d| d.epoch), decider.map(|d| d.statement));
             tx.execute(
-                "INSERT INTO users (id, user, params_id, public_key, relin_key, created, created_ms, key_epoch)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![id, user, params_id, public_key, relin_key, ms / 1000, ms, key_epoch],
+                "INSERT INTO users (id, user, params_id, public_key, relin_key, created, created_ms,
+                                    key_epoch, key_statement)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![id, user, params_id, public_key, relin_key, ms / 1000, ms, epoch, statement],
             )?;
             Ok(())
         })
     }
 
-    /// Moves a user to the decider's keys of `key_epoch`, in one
+    /// Moves a user to the decider's keys `key`, in one
     /// transaction: the new keys replace the old, and the template (under
     /// the old key) is removed. The user keeps their id.
     pub fn rotate_keys(
@@ -99,12 +112,13 @@ impl Store {
         user: &str,
         public_key: &[u8],
         relin_key: Option<&[u8]>,
-        key_epoch: u32,
+        key: DeciderKey<'_>,
     ) -> Result<(), StoreError> {
         self.write(|tx| {
             let changed = tx.execute(
-                "UPDATE users SET public_key = ?2, relin_key = ?3, key_epoch = ?4 WHERE user = ?1",
-                params![user, public_key, relin_key, key_epoch],
+                "UPDATE users SET public_key = ?2, relin_key = ?3, key_epoch = ?4, key_statement = ?5
+                 WHERE user = ?1",
+                params![user, public_key, relin_key, key.epoch, key.statement],
             )?;
             if changed == 0 {
                 return Err(StoreError::UnknownUser);
@@ -142,7 +156,7 @@ impl Store {
             let rec = tx
                 .query_row(
                     "SELECT u.params_id, u.public_key, u.relin_key, t.ciphertext, t.count, u.id,
-                            u.key_epoch
+                            u.key_epoch, u.key_statement
                      FROM users u LEFT JOIN templates t ON t.user = u.user WHERE u.user = ?1",
                     [user],
                     |r| {
@@ -155,6 +169,7 @@ impl Store {
                             relin_key: r.get(2)?,
                             template: ct.zip(count),
                             key_epoch: r.get(6)?,
+                            key_statement: r.get(7)?,
                         })
                     },
                 )

@@ -7,7 +7,7 @@ use base64::Engine as _;
 use ed25519_dalek::{Signature, VerifyingKey};
 use serde::Deserialize;
 
-use super::Claims;
+use super::{Claims, KeyStatement, KEY_STATEMENT_TYP};
 
 /// Why a verdict does not check.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -16,6 +16,8 @@ pub enum CheckError {
     Malformed,
     #[error("not an EdDSA verdict")]
     Algorithm,
+    #[error("a JWS of another type (a key statement for a verdict, or the reverse)")]
+    Type,
     #[error("signed by no published key")]
     UnknownKey,
     #[error("bad signature")]
@@ -47,6 +49,8 @@ struct Header {
     alg: String,
     #[serde(default)]
     kid: String,
+    #[serde(default)]
+    typ: String,
 }
 
 impl PublicKeys {
@@ -85,6 +89,22 @@ impl PublicKeys {
     /// these keys. Says nothing of the claims themselves (subject,
     /// outcome, expiry): the caller checks those.
     pub fn verify(&self, jws: &str) -> Result<Claims, CheckError> {
+        self.verify_typed(jws, "JWT")
+    }
+
+    /// The claims of a key statement (`typ` [`KEY_STATEMENT_TYP`]) signed
+    /// by one of these keys; as [`Self::verify`], the caller checks them.
+    pub fn verify_key_statement(&self, jws: &str) -> Result<KeyStatement, CheckError> {
+        self.verify_typed(jws, KEY_STATEMENT_TYP)
+    }
+
+    /// `jws` signed by one of these keys, with header `typ` equal to `typ`
+    /// (so that a verdict and a key statement cannot pass for each other).
+    fn verify_typed<T: serde::de::DeserializeOwned>(
+        &self,
+        jws: &str,
+        typ: &str,
+    ) -> Result<T, CheckError> {
         let mut parts = jws.split('.');
         let (Some(header), Some(payload), Some(sig), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -96,6 +116,9 @@ impl PublicKeys {
             serde_json::from_slice(&decode(header)?).map_err(|_| CheckError::Malformed)?;
         if h.alg != "EdDSA" {
             return Err(CheckError::Algorithm);
+        }
+        if h.typ != typ {
+            return Err(CheckError::Type);
         }
         let key = self
             .0
@@ -133,6 +156,26 @@ mod tests {
         let set = VerdictKeys::new(keys).unwrap();
         let json = serde_json::to_vec(&set.jwks()).unwrap();
         (set, PublicKeys::from_jwks(&json).unwrap())
+    }
+
+    #[test]
+    fn a_key_statement_does_not_pass_for_a_verdict_nor_the_reverse() {
+        let (set, public) = keys_of(vec![VerdictKey::from_seed(&[4; 32])]);
+        let statement = KeyStatement {
+            iss: "https://decider.example".into(),
+            sub: "alice".into(),
+            epoch: 7,
+            pk_sha256: KeyStatement::digest(b"pk"),
+            iat: 10,
+        };
+        let signed = set.signing().sign_key_statement(&statement);
+        assert_eq!(public.verify_key_statement(&signed).unwrap(), statement);
+        assert!(matches!(public.verify(&signed), Err(CheckError::Type)));
+        let verdict = set.signing().sign(&claims());
+        assert!(matches!(
+            public.verify_key_statement(&verdict),
+            Err(CheckError::Type)
+        ));
     }
 
     #[test]

@@ -60,17 +60,55 @@ struct Header<'a> {
     kid: &'a str,
 }
 
+/// The decider's statement that a public key is a user's, of a key epoch:
+/// what a page checks before it encrypts under a key the matcher served
+/// (a JWS of type [`KEY_STATEMENT_TYP`], signed by a verdict key).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeyStatement {
+    /// The decider's issuer name, as in its verdicts.
+    pub iss: String,
+    /// The user.
+    pub sub: String,
+    /// The key epoch.
+    pub epoch: u32,
+    /// SHA-256 of the public key's wire bytes, base64url without padding.
+    pub pk_sha256: String,
+    /// Issued at, seconds since the Unix epoch.
+    pub iat: u64,
+}
+
+/// The `typ` of a key statement (a verdict's is `JWT`), so that neither can
+/// pass for the other.
+pub const KEY_STATEMENT_TYP: &str = "blindmatch-key+jwt";
+
+impl KeyStatement {
+    /// The digest a statement names for `public_key` (its wire bytes).
+    pub fn digest(public_key: &[u8]) -> String {
+        use sha2::{Digest, Sha256};
+        URL_SAFE_NO_PAD.encode(Sha256::digest(public_key))
+    }
+}
+
 impl VerdictKey {
     /// Signs `claims` as a compact JWS (`header.payload.signature`, each
     /// part base64url without padding).
     pub fn sign(&self, claims: &Claims) -> String {
+        self.sign_typed("JWT", claims)
+    }
+
+    /// Signs a key statement.
+    pub fn sign_key_statement(&self, statement: &KeyStatement) -> String {
+        self.sign_typed(KEY_STATEMENT_TYP, statement)
+    }
+
+    fn sign_typed(&self, typ: &'static str, claims: &impl Serialize) -> String {
         let header = Header {
             alg: "EdDSA",
-            typ: "JWT",
+            typ,
             kid: self.kid(),
         };
-        // Serializing these two structs cannot fail (strings, integers and
-        // a unit enum only).
+        // Serializing these structs cannot fail (strings, integers and a
+        // unit enum only).
         let header = serde_json::to_vec(&header).unwrap_or_default();
         let payload = serde_json::to_vec(claims).unwrap_or_default();
         self.sign_compact(&header, &payload)
