@@ -22,6 +22,7 @@ export {
   type IdentifyMatch,
   type IdentifyResult,
 } from './server-client.js';
+export { checkKeyStatement, type KeyStatementClaims, type JwkSet } from './key-statement.js';
 
 /** Whether this engine supports WebAssembly 128-bit SIMD. */
 export function simdSupported(): boolean;

@@ -7,6 +7,7 @@ import wbgInit, * as wbg from './blindmatch.js';
 export * from './blindmatch.js';
 export { BlindmatchWorker } from './worker-client.js';
 export { ServerClient, ServerError, frameKeys } from './server-client.js';
+export { checkKeyStatement } from './key-statement.js';
 
 // (module (func (result v128) i32.const 0 i8x16.splat i8x16.popcnt)):
 // valid only where the engine has 128-bit SIMD.

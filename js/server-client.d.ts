@@ -115,6 +115,8 @@ export interface UserPublicKey {
   publicKey: Uint8Array;
   /** The key epoch in login mode, else null. */
   epoch: number | null;
+  /** Login mode: the decider's signed statement of this key (for `checkKeyStatement`), else null. */
+  statement: string | null;
 }
 
 /** `POST /v1/users/{user}/login`: the decider's signed verdict, for the relying party to verify. */

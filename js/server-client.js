@@ -217,13 +217,19 @@ export class ServerClient {
   /**
    * `GET /v1/users/{user}/public-key`: what the page encrypts the user's
    * template and probes under (`PublicKeyEncryptor.fromPublicKey`, or
-   * `BlindmatchWorker.fromPublicKey`). Resolves to `{ publicKey, epoch }`
-   * (`epoch`: the key epoch in login mode, else null).
+   * `BlindmatchWorker.fromPublicKey`). Resolves to `{ publicKey, epoch,
+   * statement }`: in login mode the key epoch and the decider's signed
+   * statement of the key (check it with `checkKeyStatement` before
+   * encrypting); else null and null.
    */
   async userPublicKey(user, opts) {
     return this.#call('reading the public key', this.#user(user, '/public-key'), {}, opts, async (r) => {
       const e = r.headers.get('x-key-epoch');
-      return { publicKey: new Uint8Array(await r.arrayBuffer()), epoch: e === null ? null : Number(e) };
+      return {
+        publicKey: new Uint8Array(await r.arrayBuffer()),
+        epoch: e === null ? null : Number(e),
+        statement: r.headers.get('x-key-statement'),
+      };
     });
   }
 

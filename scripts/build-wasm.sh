@@ -122,7 +122,7 @@ cp "$STAGE/simd/$NAME.js" "$OUT/$NAME.js"
 cp "$STAGE/simd/$NAME.d.ts" "$OUT/$NAME.d.ts"
 cp "$STAGE/simd/${NAME}_bg.wasm" "$OUT/${NAME}_bg.wasm"
 cp "$STAGE/baseline/${NAME}_bg.wasm" "$OUT/${NAME}_baseline_bg.wasm"
-cp js/index.js js/index.d.ts js/worker.js js/worker.d.ts js/worker-client.js js/worker-client.d.ts js/server-client.js js/server-client.d.ts js/README.md "$OUT/"
+cp js/index.js js/index.d.ts js/worker.js js/worker.d.ts js/worker-client.js js/worker-client.d.ts js/server-client.js js/server-client.d.ts js/key-statement.js js/key-statement.d.ts js/README.md "$OUT/"
 VERSION="$(sed -n 's/^version *= *"\([^"]*\)".*/\1/p' Cargo.toml | head -1)"
 sed "s/\"0.0.0-set-by-build-wasm\"/\"$VERSION\"/" js/package.json >"$OUT/package.json"
 for f in LICENSE LICENSE-MIT LICENSE-APACHE; do

@@ -8,7 +8,7 @@
 // relying party sets a session only on a valid accept. Served by the matcher
 // alone: the private mode, where this browser holds the secret key and
 // decides by itself (which authenticates nobody to anyone else).
-import { BlindmatchWorker, ServerClient } from '/pkg/index.js';
+import { BlindmatchWorker, ServerClient, checkKeyStatement } from '/pkg/index.js';
 import * as keystore from './keystore.js';
 import { DEMO_IDENTITIES, capture, parseEmbeddings } from './embeddings.js';
 
@@ -252,10 +252,19 @@ async function login() {
 
 // ---------- login mode: the relying party, the matcher and the decider ----------
 
-/** A worker handle that encrypts under `user`'s public key from the matcher. */
+/**
+ * A worker handle that encrypts under `user`'s public key from the matcher,
+ * once the decider's signed statement of that key checks against the JWK
+ * set this page's origin serves (a matcher serving a key of its own would
+ * read what the page encrypts).
+ */
 async function encryptorFor(rows, name) {
-  return timed(rows, 'Fetch public key', async () => {
-    const { publicKey } = await api.userPublicKey(name);
+  return timed(rows, 'Fetch and check public key', async () => {
+    const [{ publicKey, epoch, statement }, jwks] = await Promise.all([
+      api.userPublicKey(name),
+      fetch('/.well-known/jwks.json', { cache: 'no-store' }).then((r) => r.json()),
+    ]);
+    await checkKeyStatement({ statement, jwks, issuer: rp.issuer, user: name, epoch, publicKey });
     return worker.fromPublicKey(publicKey);
   });
 }

@@ -11,12 +11,19 @@
 //     verify.mjs: signature against the decider's JWK set, iss, aud, exp,
 //     nonce = a challenge it issued for that user, once) and sets a session
 //     cookie only on `accept`,
+//   * serves the decider's JWK set at /.well-known/jwks.json, taken from
+//     --jwks, so that the page can check the decider's statements of the
+//     public keys the matcher serves,
 //   * passes every other request through to the matcher (the page, the
 //     package, the public API), adding X-Forwarded-For so that the matcher's
 //     per-address throttle counts the browser, not this proxy.
 //
 //   node server.mjs --bind 127.0.0.1:8080 --matcher http://127.0.0.1:8082 \
-//     --api-key-file ../../data/api.keys --issuer http://127.0.0.1:8081
+//     --api-key-file ../../data/api.keys --issuer http://127.0.0.1:8081 \
+//     --jwks http://127.0.0.1:8081/.well-known/jwks.json
+//
+// (--jwks defaults to the matcher's copy of the decider's JWK set; naming
+// the decider's own keeps the matcher out of what this party trusts.)
 //
 // Routes of its own: GET /rp/config, POST /rp/register {user},
 // POST /rp/challenge {user}, POST /rp/session {user, verdict}, GET /rp/me,
@@ -37,8 +44,12 @@ function options(argv) {
     apiKeyFile: env.RP_API_KEY_FILE,
     issuer: env.RP_ISSUER,
     audience: env.RP_AUDIENCE,
+    jwks: env.RP_JWKS,
   };
-  const names = { '--bind': 'bind', '--matcher': 'matcher', '--api-key-file': 'apiKeyFile', '--issuer': 'issuer', '--audience': 'audience' };
+  const names = {
+    '--bind': 'bind', '--matcher': 'matcher', '--api-key-file': 'apiKeyFile', '--issuer': 'issuer',
+    '--audience': 'audience', '--jwks': 'jwks',
+  };
   for (let i = 0; i < argv.length; i++) {
     const k = names[argv[i]];
     if (!k) throw new Error(`unknown argument ${argv[i]} (${Object.keys(names).join(', ')})`);
@@ -54,6 +65,9 @@ export function relyingParty(o) {
   const apiKey = readFileSync(o.apiKeyFile, 'utf8').split('\n').map((l) => l.trim()).find((l) => l && !l.startsWith('#'));
   if (!apiKey) throw new Error(`${o.apiKeyFile} holds no API key`);
   const matcher = new URL(o.matcher);
+  // The decider's keys: from the decider itself when --jwks names it (the
+  // matcher's copy would make the matcher trusted for them).
+  const jwksUrl = new URL(o.jwks ?? '/.well-known/jwks.json', matcher);
   // user -> Map(challenge -> expiry ms): the challenges this party asked for.
   const challenges = new Map();
   // session id -> { user, expires }
@@ -70,7 +84,7 @@ export function relyingParty(o) {
 
   async function keySet(refresh) {
     if (refresh || !jwks.keys || Date.now() - jwks.fetched > 300_000) {
-      const r = await fetch(new URL('/.well-known/jwks.json', matcher));
+      const r = await fetch(jwksUrl);
       if (!r.ok) throw Object.assign(new Error('the JWK set is unavailable'), { status: 502, code: 'jwks' });
       jwks = { keys: await r.json(), fetched: Date.now() };
     }
@@ -196,6 +210,17 @@ export function relyingParty(o) {
 
   const server = createServer(async (req, res) => {
     const path = (req.url ?? '/').split('?')[0];
+    // The decider's JWK set, from where this party takes it: the page checks
+    // the matcher's public keys against it, so it must not come from the
+    // matcher.
+    if (path === '/.well-known/jwks.json' && req.method === 'GET') {
+      try {
+        res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'cache-control': 'no-cache' });
+        return res.end(JSON.stringify(await keySet(false)));
+      } catch (e) {
+        return send(res, e.status ?? 502, { error: e.message, code: e.code ?? 'jwks' });
+      }
+    }
     if (!path.startsWith('/rp/')) return proxy(req, res);
     const handler = routes[`${req.method} ${path}`];
     try {

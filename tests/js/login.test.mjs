@@ -2,7 +2,9 @@
 // (two processes, temp dirs, 127.0.0.1) behind the demo's relying party
 // (examples/relying-party/server.mjs, the page's origin, holding the API
 // key). The page registers a demo identity with an enrollment ticket (no key
-// stays in the browser), logs in, and the relying party verifies the signed
+// stays in the browser), checking the decider's statement of the public key
+// it encrypts under (and refusing a key the matcher substitutes), logs in,
+// and the relying party verifies the signed
 // verdict with jose and sets a session; an impostor's login is a signed
 // reject and gets no session. The figures printed are the login's latency on
 // loopback, step by step, as the page measured them.
@@ -44,7 +46,7 @@ test('login mode in Chromium: ticket, signed verdict, the relying party sets a s
     decider = await startDecider(bin, work, ISSUER, ['--rule', 'mean', '--threshold', '0.18']);
     matcher = await startServer(bin, work, ['--api-key-file', keys, '--decider', decider.url,
       '--decider-token-file', decider.tokenFile, '--trusted-proxy', '127.0.0.1']);
-    rp = relyingParty({ matcher: matcher.url, apiKeyFile: keys, issuer: ISSUER });
+    rp = relyingParty({ matcher: matcher.url, apiKeyFile: keys, issuer: ISSUER, jwks: `${decider.url}/.well-known/jwks.json` });
     rp.listen(0, '127.0.0.1');
     await once(rp, 'listening');
     const base = `http://127.0.0.1:${rp.address().port}`;
@@ -102,6 +104,27 @@ test('login mode in Chromium: ticket, signed verdict, the relying party sets a s
     assert.equal(r.verdict, 'reject');
     assert.match(r.text, /rejected/);
     assert.equal((await me()).status, 401, 'a reject sets no session');
+
+    // A matcher that serves a key of its own for Ada (here: Eve's, with
+    // Ada's statement): the page checks the decider's statement, refuses,
+    // and sends no probe.
+    const api = (path) => fetch(`${matcher.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${KEY}` } });
+    assert.equal((await api('/v1/users/eve-login/tickets')).status, 201);
+    const eveKey = Buffer.from(await (await fetch(`${matcher.url}/v1/users/eve-login/public-key`)).arrayBuffer());
+    const logins = [];
+    page.on('request', (q) => { if (q.url().includes('/login?')) logins.push(q.url()); });
+    await page.route(`${base}/v1/users/${user}/public-key`, async (route) => {
+      const real = await route.fetch();
+      await route.fulfill({ response: real, body: eveKey });
+    });
+    await page.selectOption('#identity', 'Ada');
+    r = await act(page, '#login');
+    assert.match(r.error ?? '', /statement does not check: it names another public key/);
+    assert.deepEqual(logins, [], 'no probe under a key the decider did not vouch for');
+    await page.unroute(`${base}/v1/users/${user}/public-key`);
+    r = await act(page, '#login');
+    assert.equal(r.kind, 'accepted', r.text);
+    await page.evaluate(() => fetch('/rp/logout', { method: 'POST' }));
 
     // A verdict replayed to the relying party: its challenge is spent.
     const replay = await page.evaluate(async (name) => {

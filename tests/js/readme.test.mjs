@@ -99,7 +99,7 @@ ${declare(['emb1', 'emb2', 'emb'], carol)}\n${blocks[1]}` +
     symlinkSync(join(ROOT, 'examples/relying-party/node_modules/jose'), join(work, 'node_modules', 'jose'), 'dir');
     const check = (challenge) => run(`rp-${challenge.length}.mjs`, `${sameOrigin(matcher.url)}
 const __relative = globalThis.fetch;
-globalThis.fetch = (u, init) => __relative(String(u).replace('http://127.0.0.1:8082', ${JSON.stringify(matcher.url)}), init);
+globalThis.fetch = (u, init) => __relative(String(u).replace('http://127.0.0.1:8081', ${JSON.stringify(decider.url)}), init);
 ${rootBlock}` + print(`await faceLogin('carol', ${JSON.stringify(challenge)}, ${JSON.stringify(loginMode.verdict)})`));
     assert.equal(check(loginMode.challenge), true, 'the README check accepts the verdict');
     assert.equal(check('another-challenge'), false, 'the README check refuses it for another challenge');
