@@ -91,7 +91,8 @@ wait_up "$DECIDER" /healthz
 pids+=($!)
 wait_up "$MATCHER" /healthz
 node examples/relying-party/server.mjs --bind "$BIND" --matcher "http://$MATCHER" \
-  --api-key-file "$DATA/api.keys" --issuer "http://$DECIDER" --audience "http://$BIND" &
+  --api-key-file "$DATA/api.keys" --issuer "http://$DECIDER" --audience "http://$BIND" \
+  --jwks "http://$DECIDER/.well-known/jwks.json" &
 pids+=($!)
 wait_up "$BIND" /rp/config
 log "open http://$BIND/ in a browser (Ctrl-C stops the decider, the matcher and the relying party)"
