@@ -43,6 +43,35 @@ test('keygen, encrypt and decrypt in a worker, promise-based', async () => {
   }
 });
 
+test('a public-key handle encrypts in the worker and decrypts nothing', async () => {
+  const w = await bm.BlindmatchWorker.create();
+  try {
+    const params = bm.Params.auth4096();
+    const keys = bm.Keys.generate(params);
+    const h = await w.fromPublicKey(keys.publicKey());
+    const e = [embedding(4), embedding(5)];
+    const template = await w.encryptTemplates(h, e, 128);
+    const probe = await w.encryptProbe(h, e[1], 128);
+    // The key holder reads what the handle encrypted.
+    const reply = new bm.Verifier(params, 128).verify(template, probe, keys.publicKey(), keys.relinKey());
+    const b = quantize(e[1]);
+    assert.deepEqual(keys.decryptScores(reply, 2).scores, e.map((x) => dot(quantize(x), b)));
+    // It holds no secret key: every secret-key operation is refused.
+    for (const [op, call] of [
+      ['decryptScores', () => w.decryptScores(h, reply, 2)],
+      ['exportSecretKey', () => w.exportSecretKey(h)],
+      ['relinKey', () => w.relinKey(h)],
+    ]) {
+      await assert.rejects(call(), (err) => err instanceof Error && new RegExp(`${op}: handle \\d+ holds a public key only`).test(err.message));
+    }
+    await assert.rejects(w.fromPublicKey(new Uint8Array(5)), /PublicKeyEncryptor\.fromPublicKey/);
+    await w.free(h);
+    keys.free();
+  } finally {
+    w.terminate();
+  }
+});
+
 test('worker errors reject with an Error and the worker keeps working', async () => {
   const w = await bm.BlindmatchWorker.create({ init: { simd: false } });
   try {

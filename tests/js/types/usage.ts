@@ -24,6 +24,12 @@ import {
   frameKeys,
   type ServerParams,
   type VerifyResult,
+  type Ticket,
+  type Challenge,
+  type UserPublicKey,
+  type LoginResult,
+  type KeyStatementClaims,
+  checkKeyStatement,
   type Scores,
   type InitResult,
 } from 'blindmatch';
@@ -100,6 +106,27 @@ async function main(): Promise<void> {
   await server.eraseGalleryTemplate('staff', added.firstIndex);
   const gone: boolean = await server.deleteGallery('staff');
   console.log(best?.cosine, all.length, gone);
+
+  // Login mode: the backend with its API key, the page with a ticket, a
+  // challenge and the decider's key statement.
+  const backend = new ServerClient('http://127.0.0.1:8082', { apiKey: 'k' });
+  const t: Ticket = await backend.issueTicket('carol', { rotate: false });
+  const upk: UserPublicKey = await server.userPublicKey('carol');
+  const claims: KeyStatementClaims = await checkKeyStatement({
+    statement: upk.statement,
+    jwks: { keys: [] },
+    issuer: 'https://login.example',
+    user: 'carol',
+    epoch: upk.epoch,
+    publicKey: upk.publicKey,
+  });
+  const wh = await w.fromPublicKey(upk.publicKey);
+  await server.enroll('carol', await w.encryptTemplates(wh, [emb], 128), 1, { ticket: t.ticket });
+  const c: Challenge = await backend.challenge('carol', 'https://app.example');
+  const lr: LoginResult = await server.login('carol', c.challenge, probe);
+  const accepted: boolean = lr.outcome === 'accept';
+  await server.deleteUser('carol', { verdict: lr.verdict });
+  console.log(claims.epoch, accepted, c.expiresAt, t.epoch);
   console.log(build, n, id, first, svc.length, hiddenProbe.length, slots[0], wide[0], bytes.length, ws.scores, sp.dimension, vs, removed, framed);
 }
 
