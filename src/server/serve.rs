@@ -4,7 +4,7 @@
 use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::bfv::{Params, PublicKey, SecretKey};
 use crate::matching::{Identifier, Verifier};
@@ -48,6 +48,9 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         None => api::auth::ApiKeys::default(),
     };
     let login = login_mode(&args, &api_keys)?;
+    if let Some(login) = &login {
+        restore_failures(login, &store)?;
+    }
     // In login mode scores go to the decider only: replies masked and
     // flooded for it (`Verifier::for_decider`).
     let verifier = match &login {
@@ -185,6 +188,25 @@ fn login_mode(
         ),
         args.audiences.clone(),
     ))))
+}
+
+/// Users' failed logins as the store kept them, back into the throttle: a
+/// restart lifts no wait and no lockout.
+fn restore_failures(login: &Login, store: &Store) -> Result<(), String> {
+    let failures = store
+        .load_failures()
+        .map_err(|e| format!("reading failed logins: {e}"))?;
+    let (now, now_ms) = (Instant::now(), crate::server::store::now_millis());
+    for f in &failures {
+        let age = Duration::from_millis(now_ms.saturating_sub(f.last_ms).max(0) as u64);
+        login
+            .throttle
+            .restore(&f.user, f.count, now.checked_sub(age).unwrap_or(now));
+    }
+    if !failures.is_empty() {
+        tracing::info!(users = failures.len(), "failed logins restored");
+    }
+    Ok(())
 }
 
 pub(super) async fn shutdown_signal() {

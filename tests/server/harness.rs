@@ -368,6 +368,8 @@ pub(crate) fn snapshot(db: &Path) -> Vec<String> {
         ("templates", "user"),
         ("audit", "id"),
         ("gallery_templates", "gallery, seq"),
+        ("login_failures", "user"),
+        ("used_verdicts", "nonce"),
     ] {
         let mut st = conn
             .prepare(&format!("SELECT * FROM {table} ORDER BY {order}"))

@@ -18,6 +18,8 @@ struct LoginMode {
     matcher: Server,
     dir: TempDir,
     jwks: PathBuf,
+    /// The matcher's arguments, for a restart.
+    args: Vec<String>,
 }
 
 impl LoginMode {
@@ -46,7 +48,8 @@ impl LoginMode {
             APP,
         ];
         args.extend_from_slice(extra);
-        let matcher = Server::start(&dir, &args);
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let matcher = Server::start(&dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
         let jwks = dir.join("jwks.json");
         let r = call(
             "GET",
@@ -56,11 +59,20 @@ impl LoginMode {
         assert_eq!(r.status, 200);
         std::fs::write(&jwks, &r.body).unwrap();
         LoginMode {
+            args,
             decider,
             matcher,
             dir,
             jwks,
         }
+    }
+
+    /// Stops the matcher (SIGKILL) and starts it again on the same
+    /// database, decider and flags.
+    fn restart(&mut self) {
+        self.matcher.kill();
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        self.matcher = Server::start(&self.dir, &args);
     }
 
     fn url(&self, path: &str) -> String {
@@ -211,7 +223,7 @@ fn enroll_with_ticket(m: &LoginMode, user: &str, b: &mut Browser, face: &[f32], 
 #[test]
 fn a_login_the_relying_party_verifies() {
     let _machine = shared();
-    let m = LoginMode::start("login", &[]);
+    let mut m = LoginMode::start("login", &[]);
     let mut rng = Prng::from_seed([61; 32]);
     let face = embedding(&mut rng);
 
@@ -318,6 +330,10 @@ fn a_login_the_relying_party_verifies() {
     let r = m.put_template("alice", &format!("Verdict {fresh}"), &new_template);
     assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
     let reenrolled = m.rows();
+    m.put_template("alice", &format!("Verdict {fresh}"), &new_template)
+        .expect_error(403, "invalid_verdict");
+    // Used is used, across a restart too.
+    m.restart();
     m.put_template("alice", &format!("Verdict {fresh}"), &new_template)
         .expect_error(403, "invalid_verdict");
     let delete = m.url("/v1/users/alice");
@@ -491,7 +507,7 @@ fn failed_logins_wait_then_lock_out() {
     drop(m);
 
     // Lockout: three failures in a row, lifted only by enrolling again.
-    let m = LoginMode::start(
+    let mut m = LoginMode::start(
         "lockout",
         &["--failure-delay-ms", "0", "--lockout-failures", "3"],
     );
@@ -508,6 +524,11 @@ fn failed_logins_wait_then_lock_out() {
         .expect_error(429, "locked_out");
     assert_eq!(m.rows(), before);
     assert_eq!(m.outcomes("alice"), ["reject", "reject", "reject"]);
+    // A restart (even SIGKILL) lifts no lockout.
+    m.restart();
+    let c = m.challenge("alice");
+    m.login_from("alice", &c, &genuine, None)
+        .expect_error(429, "locked_out");
     enroll_with_ticket(&m, "alice", &mut b, &face, &mut rng);
     let (_, _, outcome) = m.login("alice", &b.probe(&near(&face, &mut rng)));
     assert_eq!(outcome, "accept");

@@ -27,6 +27,7 @@ use crate::server::routes;
 use crate::server::verdict::Claims;
 
 use super::extract::drain;
+use super::state::db;
 use super::{ApiError, ApiResult, AppState, ErrorCode};
 
 /// The relying parties' API keys, as SHA-256 digests.
@@ -223,6 +224,14 @@ async fn authorize(
             };
             let now = crate::server::store::now_secs() as u64;
             let claims = login.check_verdict(value, user, now).await?;
+            // Once only, across restarts too.
+            let (nonce, exp) = (claims.nonce.clone(), claims.exp);
+            if !db(&st.store, move |s| s.use_verdict(&nonce, exp, now)).await? {
+                return Err(ApiError::new(
+                    ErrorCode::InvalidVerdict,
+                    "the verdict was used already",
+                ));
+            }
             Ok(Caller::Verdict(Box::new(claims)))
         }
         _ => Err(unauthorized("this credential is not accepted here")),

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::bfv::{PublicKey, RelinKey};
 use crate::server::decider::http::KEY_STATEMENT_HEADER;
 use crate::server::login::{Challenge, Login, Refusal, VerdictQuery};
-use crate::server::store::{now_millis, now_secs, AuditRow, DeciderKey};
+use crate::server::store::{now_millis, now_secs, AuditRow, DeciderKey, Failures};
 use crate::server::verdict::Outcome;
 
 use super::auth::{client_addr, PeerAddr};
@@ -161,9 +161,21 @@ async fn register(
     })
     .await?;
     if rotate {
-        login.throttle.forget(user);
+        forget_failures(st, user).await;
     }
     Ok(epoch)
+}
+
+/// Forgets `user`'s failed logins in memory and in the store (enrolled
+/// again, rotated or deleted). A store error is logged: what it leaves is a
+/// count that comes back at the next start.
+pub(super) async fn forget_failures(st: &AppState, user: &str) {
+    let Some(login) = &st.login else { return };
+    login.throttle.forget(user);
+    let u = user.to_string();
+    if let Err(e) = db(&st.store, move |s| s.clear_failures(&u)).await {
+        tracing::error!(error = %e.message, "clearing a user's failed logins");
+    }
 }
 
 /// `GET /v1/users/{user}/public-key`: what the browser encrypts the
@@ -325,9 +337,25 @@ pub(super) async fn login_user(
         Err(e) if e.code() == Some("not_under_key") => (Err(ApiError::from(e)), Outcome::Reject),
         Err(e) => return Err(e.into()),
     };
+    // The user's count is kept in the store too, so that a restart lifts
+    // no wait or lockout.
     match outcome {
-        Outcome::Accept => login.throttle.succeeded(&user, addr),
-        Outcome::Reject => login.throttle.failed(&user, addr, Instant::now()),
+        Outcome::Accept => {
+            let had = login.throttle.failures(&user) > 0;
+            login.throttle.succeeded(&user, addr);
+            if had {
+                let u = user.clone();
+                db(&st.store, move |s| s.clear_failures(&u)).await?;
+            }
+        }
+        Outcome::Reject => {
+            let failures = Failures {
+                user: user.clone(),
+                count: login.throttle.failed(&user, addr, Instant::now()),
+                last_ms: now_millis(),
+            };
+            db(&st.store, move |s| s.record_failures(&failures)).await?;
+        }
     }
     let row = AuditRow {
         user,

@@ -17,6 +17,7 @@ use crate::server::store::UserInfo;
 
 use super::auth::Caller;
 use super::extract::{BinaryBody, CiphertextBody, KeysBody, UserName};
+use super::login::forget_failures;
 use super::state::{db, to_completion};
 use super::wire::{parse_fresh_ciphertext, split_keys};
 use super::{ApiError, ApiResult, AppState, ErrorCode};
@@ -139,9 +140,7 @@ async fn enroll_template(
         let u = user.clone();
         db(&st.store, move |s| s.put_template(&u, &body, count)).await?;
         st.cache.invalidate(&user);
-        if let Some(login) = &st.login {
-            login.throttle.forget(&user);
-        }
+        forget_failures(&st, &user).await;
         Ok(())
     })
     .await
@@ -155,9 +154,7 @@ pub(super) async fn delete_user(
         let u = user.clone();
         let existed = db(&st.store, move |s| s.delete_user(&u)).await?;
         st.cache.invalidate(&user);
-        if let Some(login) = &st.login {
-            login.throttle.forget(&user);
-        }
+        forget_failures(&st, &user).await;
         Ok(existed)
     })
     .await?;

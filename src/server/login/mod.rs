@@ -13,8 +13,7 @@ pub mod decider_client;
 pub mod one_time;
 pub mod throttle;
 
-use std::collections::HashMap;
-use std::sync::{Mutex, RwLock};
+use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
@@ -47,8 +46,6 @@ pub struct Login {
     /// Relying parties a challenge may name (`--audience`); empty: any.
     pub audiences: Vec<String>,
     jwks: RwLock<Option<(Bytes, PublicKeys, Instant)>>,
-    /// Nonces of verdicts already used as credentials, with their expiry.
-    used_verdicts: Mutex<HashMap<String, u64>>,
 }
 
 impl Login {
@@ -64,7 +61,6 @@ impl Login {
             throttle,
             audiences,
             jwks: RwLock::new(None),
-            used_verdicts: Mutex::default(),
         }
     }
 
@@ -94,8 +90,8 @@ impl Login {
 
     /// The claims of `jws` if it is a verdict of the decider accepting
     /// `user`, issued at most [`VERDICT_CREDENTIAL_AGE`] seconds before
-    /// `now` and not expired, and not used as a credential before (it is
-    /// used from now on).
+    /// `now` and not expired. That it was not used as a credential before is
+    /// the store's to say (`Store::use_verdict`, which the caller asks next).
     pub async fn check_verdict(&self, jws: &str, user: &str, now: u64) -> ApiResult<Claims> {
         let invalid = |why: &str| ApiError::new(ErrorCode::InvalidVerdict, why.to_string());
         let (_, mut keys) = self.jwks().await?;
@@ -114,11 +110,6 @@ impl Login {
         }
         if claims.exp <= now || claims.iat + VERDICT_CREDENTIAL_AGE < now || claims.iat > now + 60 {
             return Err(invalid("the verdict is not fresh"));
-        }
-        let mut used = self.used_verdicts.lock().unwrap_or_else(|e| e.into_inner());
-        used.retain(|_, exp| *exp > now);
-        if used.insert(claims.nonce.clone(), claims.exp).is_some() {
-            return Err(invalid("the verdict was used already"));
         }
         Ok(claims)
     }

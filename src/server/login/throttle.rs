@@ -3,7 +3,8 @@
 //! attempt waits, the wait doubling with each further failure up to a
 //! minute; a user reaches lockout after `lockout` failures in a row (at
 //! most 100), which only enrolling again (with a ticket) lifts. A success
-//! clears the count. The counts live in the matcher's memory.
+//! clears the count. The counts live in the matcher's memory; the users'
+//! are also kept in the store (`store::logins`) and restored at start.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -86,14 +87,15 @@ impl Throttle {
         Ok(())
     }
 
-    /// Counts a failed attempt.
-    pub fn failed(&self, user: &str, addr: IpAddr, now: Instant) {
-        bump(
-            lock(&self.users)
-                .entry(user.to_string())
-                .or_insert(fresh(now)),
-            now,
-        );
+    /// Counts a failed attempt; the user's failures in a row now (what the
+    /// store keeps across restarts).
+    pub fn failed(&self, user: &str, addr: IpAddr, now: Instant) -> u32 {
+        let count = {
+            let mut users = lock(&self.users);
+            let f = users.entry(user.to_string()).or_insert(fresh(now));
+            bump(f, now);
+            f.count
+        };
         let mut addrs = lock(&self.addresses);
         if addrs.len() >= MAX_ADDRESSES && !addrs.contains_key(&addr) {
             // Forget the addresses with the fewest failures.
@@ -103,6 +105,13 @@ impl Throttle {
             addrs.retain(|_, f| f.count > cut);
         }
         bump(addrs.entry(addr).or_insert(fresh(now)), now);
+        count
+    }
+
+    /// A user's failures as the store kept them: `count` in a row, the last
+    /// at `last` (a server that starts again keeps waits and lockouts).
+    pub fn restore(&self, user: &str, count: u32, last: Instant) {
+        lock(&self.users).insert(user.to_string(), Failures { count, last });
     }
 
     /// Clears the counts after a successful attempt.

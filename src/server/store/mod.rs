@@ -18,6 +18,7 @@
 
 pub mod audit;
 pub mod galleries;
+pub mod logins;
 pub mod offline;
 pub mod users;
 
@@ -32,6 +33,7 @@ pub use audit::journal;
 use audit::Pending;
 pub use audit::{AuditLog, AuditRow, AUDIT_FLUSH_INTERVAL, AUDIT_PRUNE_INTERVAL};
 pub use galleries::{GalleryRow, GalleryRowRef};
+pub use logins::Failures;
 pub use offline::{audit_log, backup, AuditEntry, Backup, OfflineError};
 pub use users::{DeciderKey, UserInfo, UserRecord};
 
@@ -97,8 +99,19 @@ const MIGRATIONS: &[&str] = &[
     // 7: login mode: the decider's key epoch of a user whose keys the
     // decider derived (NULL: keys the user holds), and the decider's signed
     // statement that the public key is that user's of that epoch.
+    // Also what must outlive a restart: failed logins in a row per user,
+    // and the verdicts used as credentials.
     "ALTER TABLE users ADD COLUMN key_epoch INTEGER;
-     ALTER TABLE users ADD COLUMN key_statement TEXT;",
+     ALTER TABLE users ADD COLUMN key_statement TEXT;
+     CREATE TABLE login_failures (
+        user TEXT PRIMARY KEY NOT NULL,
+        count INTEGER NOT NULL,
+        last_ms INTEGER NOT NULL
+     );
+     CREATE TABLE used_verdicts (
+        nonce TEXT PRIMARY KEY NOT NULL,
+        exp INTEGER NOT NULL
+     );",
 ];
 
 /// The schema version this build writes.
