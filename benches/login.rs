@@ -8,6 +8,8 @@
 //!   user's secret key derived from the master secret, the score positions
 //!   decrypted and checked, the policy applied and the verdict signed
 //!   (Ed25519 JWS).
+//! * `login/decider_key_derivation`: of which deriving the user's secret key
+//!   from the master secret.
 //! * `login/total`: both, one after the other.
 //! * `login/total_allcores_x64`: 64 whole logins spread over every core (a
 //!   verdict rate: 64 / this time).
@@ -35,6 +37,7 @@ fn login(c: &mut Criterion) {
     let params = Params::auth4096();
     let q = Quantizer::new(&params, DIM).unwrap();
     let keys = VerdictKeys::new(vec![VerdictKey::from_seed(&[9; 32])]).unwrap();
+    let master = MasterSecret::from_bytes([7; 32]);
     let decider = Decider::new(
         MasterSecret::from_bytes([7; 32]),
         &params,
@@ -81,6 +84,9 @@ fn login(c: &mut Criterion) {
     g.bench_function("matcher", |b| b.iter(|| black_box(matcher(&mut rng))));
     g.bench_function("decider", |b| {
         b.iter(|| black_box(decide(black_box(&sent))))
+    });
+    g.bench_function("decider_key_derivation", |b| {
+        b.iter(|| black_box(master.secret_key(&params, black_box(&label))))
     });
     g.bench_function("total", |b| {
         b.iter(|| black_box(decide(&matcher(&mut rng))))
