@@ -35,6 +35,11 @@
 # backends() in tests/suite/oracle.rs). avx512 is tested when the CPU has it
 # but not required; the suite and this script print a warning when it is not.
 #
+# The browser step runs once more, and says so in its note, when ChromeDriver
+# loses the headless renderer ("Timed out receiving message from renderer")
+# before any test has failed: that is the driver's failure, and only the
+# second run counts; a second loss, or any failed test, fails the step.
+#
 # Every step runs even if an earlier one failed. A test step fails if it exits
 # non-zero, reports a failed test, executes zero tests, or executes zero tests
 # in the binary it exists for (e.g. tests/web.rs in the browser: a
@@ -233,6 +238,12 @@ count_tests() { # log binary
     END { printf "%d %d %d\n", P, F, B }'
 }
 
+# Whether the log $1 shows ChromeDriver losing the headless renderer (its
+# "Timed out receiving message from renderer") with no test reported failed.
+lost_renderer() {
+  grep -q 'Timed out receiving message from renderer' "$1" && ! grep -q 'test result: FAILED' "$1"
+}
+
 # A step that runs tests: fails on a non-zero exit, a failed test, zero tests
 # executed, or zero tests executed by the binary named $2 (if given).
 test_run() { # name binary limit cmd...
@@ -241,10 +252,22 @@ test_run() { # name binary limit cmd...
   section "$name"
   local start=$SECONDS
   run_logged "$name" "$limit" "$@"
+  local retried=""
+  if [ "${RETRY_LOST_RENDERER:-0}" = 1 ] && [ "$RC" != 0 ] && lost_renderer "$LOG"; then
+    # ChromeDriver lost the headless renderer: the driver's failure, not a
+    # test's. The step runs once more and only that run counts; the first
+    # run's log is kept beside it.
+    mv "$LOG" "${LOG%.log}.lost-renderer.log"
+    echo "*** $name: ChromeDriver lost the renderer before any test failed; running the step once more"
+    STEP_NO=$((STEP_NO - 1))
+    run_logged "$name" "$limit" "$@"
+    retried="retried once after ChromeDriver lost the renderer"
+  fi
   local secs=$((SECONDS - start)) passed failed in_bin
   read -r passed failed in_bin < <(count_tests "$LOG" "$binary")
   local notes=()
   [ "$RC" = 0 ] || notes+=("exit $RC")
+  [ -z "$retried" ] || [ "$RC" = 0 ] || notes+=("$retried")
   [ "$failed" = 0 ] || notes+=("$failed test(s) failed")
   [ $((passed + failed)) -gt 0 ] || notes+=("executed zero tests")
   if [ -n "$binary" ] && [ "$in_bin" = 0 ] && [ $((passed + failed)) -gt 0 ]; then
@@ -253,7 +276,9 @@ test_run() { # name binary limit cmd...
   TOTAL_PASSED=$((TOTAL_PASSED + passed))
   TOTAL_FAILED=$((TOTAL_FAILED + failed))
   if [ "${#notes[@]}" = 0 ]; then
-    record "$name" ok "$passed" "$failed" "$secs" "${binary:+$binary: $in_bin}"
+    local note="${binary:+$binary: $in_bin}"
+    [ -z "$retried" ] || note="${note:+$note; }$retried"
+    record "$name" ok "$passed" "$failed" "$secs" "$note"
     echo "--> $name: ok, $passed passed, $failed failed"
     return 0
   fi
@@ -365,7 +390,7 @@ if want wasm-node; then
     env BLINDMATCH_REQUIRE_BACKEND=simd128 wasm-pack test --node -- --lib --test '*' || true
 fi
 if want wasm-browser; then
-  test_run wasm-browser tests/web.rs $((30 * MIN)) \
+  RETRY_LOST_RENDERER=1 test_run wasm-browser tests/web.rs $((30 * MIN)) \
     env BLINDMATCH_REQUIRE_BACKEND=simd128 wasm-pack test --headless --chrome -- --lib --test '*' || true
 fi
 
