@@ -122,13 +122,9 @@ impl<V> OneTime<V> {
     }
 
     /// Tokens outstanding (expired ones not yet dropped included).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.tokens.lock().unwrap_or_else(|e| e.into_inner()).len()
-    }
-
-    /// Whether no token is outstanding.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
