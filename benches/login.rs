@@ -48,10 +48,7 @@ fn login(c: &mut Criterion) {
         300,
     )
     .unwrap();
-    let label = KeyLabel {
-        user: "alice",
-        epoch: 3,
-    };
+    let label = KeyLabel::user("alice", 3);
     let (pk, rk): (PublicKey, RelinKey) = decider.matcher_keys(&label).unwrap();
     let mut rng = Prng::from_seed([3; 32]);
     let faces: Vec<Vec<f32>> = (0..5).map(face).collect();

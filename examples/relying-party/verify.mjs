@@ -8,6 +8,10 @@
 //
 // Prints {"ok":true,"sub":...,"outcome":...} for a valid verdict (exit 0 for
 // accept, 2 for a signed reject) or {"ok":false,"code":...} (exit 1).
+//
+// With `--kind identification` it checks a 1:N identification instead (its
+// header `typ` must be blindmatch-identify+jwt, so neither kind passes for
+// the other) and prints {"ok":true,"sub":GALLERY,"matches":[...]} (exit 0).
 import { readFileSync } from "node:fs";
 import { createLocalJWKSet, jwtVerify } from "jose";
 
@@ -27,6 +31,24 @@ export async function checkVerdict(token, { jwks, issuer, audience, nonce }) {
   return payload;
 }
 
+/** Verifies an identification; resolves to its claims (`matches`: the
+ * template indices at or above the decider's threshold, best first). */
+export async function checkIdentification(token, { jwks, issuer, audience, nonce }) {
+  const { payload } = await jwtVerify(token, createLocalJWKSet(jwks), {
+    issuer,
+    audience,
+    algorithms: ["EdDSA"],
+    typ: "blindmatch-identify+jwt",
+    requiredClaims: ["sub", "iat", "exp", "nonce", "matches"],
+  });
+  if (payload.nonce !== nonce) {
+    const e = new Error("the identification answers another nonce");
+    e.code = "ERR_NONCE_MISMATCH";
+    throw e;
+  }
+  return payload;
+}
+
 function args(argv) {
   const out = { token: undefined };
   for (let i = 0; i < argv.length; i++) {
@@ -39,13 +61,24 @@ function args(argv) {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const a = args(process.argv.slice(2));
+  const opts = {
+    jwks: JSON.parse(readFileSync(a.jwks, "utf8")),
+    issuer: a.iss,
+    audience: a.aud,
+    nonce: a.nonce,
+  };
+  if (a.kind === "identification") {
+    try {
+      const claims = await checkIdentification(a.token, opts);
+      console.log(JSON.stringify({ ok: true, sub: claims.sub, matches: claims.matches }));
+      process.exit(0);
+    } catch (e) {
+      console.log(JSON.stringify({ ok: false, code: e.code ?? "ERR_UNKNOWN", error: e.message }));
+      process.exit(1);
+    }
+  }
   try {
-    const claims = await checkVerdict(a.token, {
-      jwks: JSON.parse(readFileSync(a.jwks, "utf8")),
-      issuer: a.iss,
-      audience: a.aud,
-      nonce: a.nonce,
-    });
+    const claims = await checkVerdict(a.token, opts);
     console.log(JSON.stringify({ ok: true, sub: claims.sub, outcome: claims.outcome }));
     process.exit(claims.outcome === "accept" ? 0 : 2);
   } catch (e) {

@@ -229,6 +229,47 @@ impl Gallery {
         })
     }
 
+    /// The stored ciphertext holding template `index`, and the template's
+    /// block in it (what a key holder elsewhere erases the block from:
+    /// [`Gallery::erasure_with`]).
+    pub fn holding(&self, index: usize) -> Result<(&Ciphertext, usize), MatchError> {
+        if !self.contains(index) {
+            return Err(MatchError::UnknownTemplate { index });
+        }
+        let (position, k) = self.locate(index);
+        Ok((&self.cts[position], k))
+    }
+
+    /// The erasure of template `index` whose replacement ciphertext `ct`
+    /// (a fresh encryption at the top level of [`Gallery::holding`]'s
+    /// ciphertext without the template's block) was computed elsewhere.
+    pub fn erasure_with(&self, index: usize, ct: Ciphertext) -> Result<Erasure, MatchError> {
+        self.params.check(ct.params())?;
+        if !self.contains(index) {
+            return Err(MatchError::UnknownTemplate { index });
+        }
+        if ct.size() != 2 || ct.level() != self.params.limbs() || ct.is_transparent() {
+            return Err(MatchError::Bfv(crate::error::BfvError::CiphertextSize {
+                op: "erasure",
+                size: ct.size(),
+                expected: "2, at the top level",
+            }));
+        }
+        let (position, k) = self.locate(index);
+        Ok(Erasure {
+            index,
+            position,
+            erased: self.erased[position] | 1 << k,
+            ct,
+        })
+    }
+
+    /// The templates of ciphertext `position` that can match: bit `k` for
+    /// template `k` (added, not erased).
+    pub fn candidates(&self, position: usize) -> u64 {
+        low_bits(self.counts[position]) & !self.erased[position]
+    }
+
     /// Applies an [`Erasure`] computed by [`Gallery::erase`] on this gallery.
     pub fn apply(&mut self, e: Erasure) -> Result<(), MatchError> {
         if !self.contains(e.index) {

@@ -167,6 +167,10 @@ pub struct ServeArgs {
     /// Seconds a login challenge stays valid.
     #[arg(long, env = "BLINDMATCH_CHALLENGE_LIFETIME", default_value_t = 120)]
     pub challenge_lifetime: u64,
+    /// Identifications per minute allowed to each API key (login mode); a
+    /// key may burst to a minute's allowance.
+    #[arg(long, env = "BLINDMATCH_IDENTIFY_RATE", default_value_t = 600)]
+    pub identify_rate: u32,
     /// Failed logins in a row that lock a user out (1 to 100).
     #[arg(long, env = "BLINDMATCH_LOCKOUT_FAILURES", default_value_t = 100,
           value_parser = clap::value_parser!(u32).range(1..=100))]

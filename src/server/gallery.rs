@@ -53,6 +53,8 @@ pub struct Galleries {
     params: Params,
     dim: usize,
     quotas: Quotas,
+    /// Galleries kept at the top level, for encrypted probes (login mode).
+    top_level: bool,
     map: RwLock<HashMap<String, Arc<RwLock<Gallery>>>>,
     /// The counts of each gallery, by name.
     counts: Mutex<BTreeMap<String, Counts>>,
@@ -81,10 +83,62 @@ impl Galleries {
             params: params.clone(),
             dim,
             quotas,
+            top_level: false,
             map: RwLock::new(HashMap::new()),
             counts: Mutex::new(BTreeMap::new()),
             append_lock: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// No gallery yet; each one kept at the top level, as encrypted probes
+    /// need ([`Gallery::for_encrypted_probes`]).
+    pub fn for_encrypted_probes(params: &Params, dim: usize, quotas: Quotas) -> Self {
+        Self {
+            top_level: true,
+            ..Self::new(params, dim, quotas)
+        }
+    }
+
+    /// An empty gallery as this set keeps them.
+    fn empty(&self) -> Result<Gallery, ApiError> {
+        Ok(if self.top_level {
+            Gallery::for_encrypted_probes(&self.params, self.dim)?
+        } else {
+            Gallery::new(&self.params, self.dim)?
+        })
+    }
+
+    /// Adds an empty gallery `name` (login mode, where a gallery is created
+    /// with its key before templates join it); false if there is one.
+    /// `write` stores it first, and is not called when a quota refuses it.
+    pub async fn create<F>(&self, name: &str, write: F) -> Result<bool, ApiError>
+    where
+        F: FnOnce() -> Result<bool, StoreError> + Send + 'static,
+    {
+        let _guard = self.append_lock.lock().await;
+        if self.counts(name).is_ok() {
+            return Ok(false);
+        }
+        self.check_quotas(name, 0, 0)?;
+        if !tokio::task::spawn_blocking(write)
+            .await
+            .map_err(|_| poisoned())??
+        {
+            return Ok(false);
+        }
+        self.insert_empty(name)?;
+        Ok(true)
+    }
+
+    /// An empty gallery `name` in memory (its key loaded at start-up).
+    pub fn insert_empty(&self, name: &str) -> Result<(), ApiError> {
+        let g = self.empty()?;
+        self.set_counts(name, Counts::of(&g))?;
+        self.map
+            .write()
+            .map_err(|_| poisoned())?
+            .insert(name.to_string(), Arc::new(RwLock::new(g)));
+        Ok(())
     }
 
     /// A loader of the stored rows, at start-up (see [`Loader`]).
@@ -188,7 +242,7 @@ impl Galleries {
                 match map.get(gallery) {
                     Some(g) => g.clone(),
                     None => {
-                        let g = Arc::new(RwLock::new(Gallery::new(&self.params, self.dim)?));
+                        let g = Arc::new(RwLock::new(self.empty()?));
                         map.insert(gallery.to_string(), g.clone());
                         g
                     }
@@ -235,6 +289,46 @@ impl Galleries {
         let erasure = tokio::task::block_in_place(|| {
             self.with(gallery, |g| Ok(g.erase(index, keys.0, keys.1)?))
         })?;
+        self.commit_erasure(gallery, erasure, write).await
+    }
+
+    /// [`Self::erase`] where the replacement ciphertext is made elsewhere:
+    /// `replace(ciphertext, block)` returns a fresh encryption of the
+    /// template's ciphertext without its block (login mode: through the
+    /// decider, which sees only a masked plaintext).
+    pub async fn erase_with<C, Fut, F>(
+        &self,
+        gallery: &str,
+        index: usize,
+        replace: C,
+        write: F,
+    ) -> Result<usize, ApiError>
+    where
+        C: FnOnce(Ciphertext, usize) -> Fut,
+        Fut: std::future::Future<Output = Result<Ciphertext, ApiError>>,
+        F: FnOnce(i64, Vec<u8>, u64) -> Result<bool, StoreError> + Send + 'static,
+    {
+        let _guard = self.append_lock.lock().await;
+        let (ct, block) = self.with(gallery, |g| {
+            let (ct, block) = g.holding(index)?;
+            Ok((ct.clone(), block))
+        })?;
+        let replacement = replace(ct, block).await?;
+        let erasure = self.with(gallery, |g| Ok(g.erasure_with(index, replacement)?))?;
+        self.commit_erasure(gallery, erasure, write).await
+    }
+
+    /// Stores an erasure, then applies it in memory (the caller holds the
+    /// mutation lock).
+    async fn commit_erasure<F>(
+        &self,
+        gallery: &str,
+        erasure: crate::matching::Erasure,
+        write: F,
+    ) -> Result<usize, ApiError>
+    where
+        F: FnOnce(i64, Vec<u8>, u64) -> Result<bool, StoreError> + Send + 'static,
+    {
         let (seq, bytes, mask) = (
             erasure.position() as i64,
             erasure.ciphertext().to_bytes(),
@@ -358,7 +452,7 @@ impl Loader<'_> {
             let g = match map.get(&r.gallery) {
                 Some(g) => g.clone(),
                 None => {
-                    let g = Gallery::new(&gs.params, gs.dim).map_err(|e| e.to_string())?;
+                    let g = gs.empty().map_err(|e| e.message)?;
                     let g = Arc::new(RwLock::new(g));
                     map.insert(r.gallery.clone(), g.clone());
                     g

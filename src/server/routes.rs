@@ -29,6 +29,7 @@ pub const JWKS: &str = "/.well-known/jwks.json";
 pub const SERVICE_PUBLIC_KEY: &str = "/v1/service/public-key";
 pub const GALLERIES: &str = "/v1/galleries";
 pub const GALLERY: &str = "/v1/galleries/{gallery}";
+pub const GALLERY_PUBLIC_KEY: &str = "/v1/galleries/{gallery}/public-key";
 pub const GALLERY_TEMPLATES: &str = "/v1/galleries/{gallery}/templates";
 pub const GALLERY_TEMPLATE: &str = "/v1/galleries/{gallery}/templates/{index}";
 pub const GALLERY_IDENTIFY: &str = "/v1/galleries/{gallery}/identify";
@@ -49,7 +50,7 @@ const fn one_to_n(path: &'static str, methods: &'static [&'static str]) -> Route
 }
 
 /// Every API route. Static files (`/`, `/pkg/...`) are the fallback.
-pub const ROUTES: [Route; 18] = [
+pub const ROUTES: [Route; 19] = [
     route(HEALTHZ, &["GET"]),
     route(METRICS, &["GET"]),
     route(PARAMS, &["GET"]),
@@ -64,7 +65,8 @@ pub const ROUTES: [Route; 18] = [
     route(JWKS, &["GET"]),
     one_to_n(SERVICE_PUBLIC_KEY, &["GET"]),
     one_to_n(GALLERIES, &["GET"]),
-    one_to_n(GALLERY, &["GET", "DELETE"]),
+    one_to_n(GALLERY, &["GET", "PUT", "DELETE"]),
+    one_to_n(GALLERY_PUBLIC_KEY, &["GET"]),
     one_to_n(GALLERY_TEMPLATES, &["POST"]),
     one_to_n(GALLERY_TEMPLATE, &["DELETE"]),
     one_to_n(GALLERY_IDENTIFY, &["POST"]),

@@ -11,7 +11,8 @@ use crate::matching::{Identifier, Verifier};
 
 use super::api::{self, AppState, Gate, Limits};
 use super::cli::ServeArgs;
-use super::login::{DeciderClient, Login, OneTime, Throttle};
+use super::decider::replies::MAX_REPLIES;
+use super::login::{DeciderClient, GalleryKey, GalleryKeys, Login, OneTime, RateLimit, Throttle};
 use super::store::{self, Store};
 use super::{cache, cores, gallery, listen, metrics, params};
 
@@ -57,9 +58,10 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         Some(_) => Verifier::for_decider(&params, args.dim).map_err(|e| format!("--dim: {e}"))?,
         None => verifier,
     };
-    let service = match &args.service_key {
-        Some(path) => Some(Arc::new(load_service(path, &params, &args, &store)?)),
-        None => None,
+    let service = match (&args.service_key, &login) {
+        (Some(path), _) => Some(Arc::new(load_service(path, &params, &args, &store)?)),
+        (None, Some(_)) => Some(Arc::new(login_galleries(&params, &args, &store)?)),
+        (None, None) => None,
     };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
@@ -153,8 +155,26 @@ fn login_mode(
         if args.decider_token_file.is_some() {
             return Err("--decider-token-file needs --decider".into());
         }
+        if args.service_key.is_some() {
+            tracing::warn!(
+                "--service-key without --decider local: this process is matcher and decider in one trust domain; say so with --decider local"
+            );
+        }
         return Ok(None);
     };
+    // The key holder's fast path, named as what it is: matcher and decider
+    // in one process, one trust domain, scores answered directly.
+    if url == "local" {
+        if args.service_key.is_none() {
+            return Err(
+                "--decider local needs --service-key: the key this process decides with".into(),
+            );
+        }
+        if args.decider_token_file.is_some() {
+            return Err("--decider local takes no --decider-token-file".into());
+        }
+        return Ok(None);
+    }
     if args.service_key.is_some() {
         return Err(
             "--decider and --service-key: a matcher in login mode holds no secret key".into(),
@@ -187,6 +207,7 @@ fn login_mode(
             args.lockout_failures,
         ),
         args.audiences.clone(),
+        RateLimit::new(args.identify_rate),
     ))))
 }
 
@@ -237,15 +258,76 @@ fn load_service(
     args: &ServeArgs,
     store: &Store,
 ) -> Result<api::Service, String> {
-    let dim = args.dim;
     let mut bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let sk = SecretKey::from_bytes(params, &bytes);
     zeroize::Zeroize::zeroize(&mut bytes);
     let sk = sk.map_err(|e| format!("{}: {e}", path.display()))?;
     let pk = PublicKey::new(&sk).map_err(|e| e.to_string())?;
-    // Row by row, a chunk parsed at a time (see `gallery::Loader`): the
-    // stored gallery is never in memory beside the parsed one.
-    let galleries = gallery::Galleries::new(params, dim, args.quotas());
+    let galleries = gallery::Galleries::new(params, args.dim, args.quotas());
+    load_galleries(&galleries, store)?;
+    Ok(api::Service {
+        identifier: Identifier::new(params, args.dim).map_err(|e| e.to_string())?,
+        galleries,
+        keys: api::ServiceKeys::Local { sk, pk },
+    })
+}
+
+/// Login mode's galleries: each one's keys as the store kept them, then
+/// its templates. A stored template of a gallery with no key (one made
+/// under a service key) stops the start: it could never match here.
+fn login_galleries(
+    params: &Params,
+    args: &ServeArgs,
+    store: &Store,
+) -> Result<api::Service, String> {
+    // An identification's replies go to the decider in one request, of at
+    // most `MAX_REPLIES` gallery ciphertexts.
+    let mut quotas = args.quotas();
+    let most = MAX_REPLIES * crate::matching::pack::templates_per_ciphertext(params, args.dim);
+    if quotas.gallery_templates > most {
+        tracing::info!(
+            templates = most,
+            "login mode: a gallery holds at most this many templates (one identification's replies to the decider)"
+        );
+        quotas.gallery_templates = most;
+    }
+    let galleries = gallery::Galleries::for_encrypted_probes(params, args.dim, quotas);
+    let keys = GalleryKeys::default();
+    let rows = store
+        .gallery_keys()
+        .map_err(|e| format!("reading the gallery keys: {e}"))?;
+    for row in &rows {
+        keys.insert(&row.gallery, GalleryKey::from_row(params, row)?);
+        galleries
+            .insert_empty(&row.gallery)
+            .map_err(|e| e.message)?;
+    }
+    let mut keyless = None;
+    store
+        .for_each_gallery_row(|row| {
+            if keys.get(row.gallery).is_none() {
+                keyless = Some(row.gallery.to_string());
+            }
+            Ok::<_, String>(())
+        })
+        .map_err(|e| e.to_string())??;
+    if let Some(g) = keyless {
+        return Err(format!(
+            "gallery {g} was made under a service key: run with --decider local --service-key, or delete it (blindmatch-server offline tools) before login mode"
+        ));
+    }
+    load_galleries(&galleries, store)?;
+    Ok(api::Service {
+        identifier: Identifier::new(params, args.dim).map_err(|e| e.to_string())?,
+        galleries,
+        keys: api::ServiceKeys::Decider(keys),
+    })
+}
+
+/// The stored gallery rows into `galleries`, row by row, a chunk parsed at
+/// a time (see `gallery::Loader`): the stored gallery is never in memory
+/// beside the parsed one.
+fn load_galleries(galleries: &gallery::Galleries, store: &Store) -> Result<(), String> {
     let mut loader = galleries.loader();
     store
         .for_each_gallery_row(|row| loader.add(row))
@@ -253,10 +335,5 @@ fn load_service(
     loader.finish()?;
     let (g, t) = galleries.stats();
     tracing::info!(galleries = g, templates = t, "1:N galleries loaded");
-    Ok(api::Service {
-        identifier: Identifier::new(params, dim).map_err(|e| e.to_string())?,
-        sk,
-        pk,
-        galleries,
-    })
+    Ok(())
 }

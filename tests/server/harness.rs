@@ -243,6 +243,33 @@ pub(crate) fn jose(jwks: &Path, token: &str, aud: &str, nonce: &str) -> (i32, St
     (out.status.code().unwrap_or(-1), said.to_string())
 }
 
+/// What `jose` says of an identification `token` (examples/relying-party/
+/// verify.mjs --kind identification): its exit code and the matched
+/// template indices (or jose's error code).
+pub(crate) fn jose_identification(
+    jwks: &Path,
+    token: &str,
+    aud: &str,
+    nonce: &str,
+) -> (i32, Result<Vec<u64>, String>) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/relying-party/verify.mjs");
+    let out = Command::new("node")
+        .arg(script)
+        .args(["--kind", "identification", "--jwks"])
+        .arg(jwks)
+        .args(["--iss", ISSUER, "--aud", aud, "--nonce", nonce, token])
+        .output()
+        .expect("node");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    let said = match v["matches"].as_array() {
+        Some(m) => Ok(m.iter().map(|i| i.as_u64().unwrap()).collect()),
+        None => Err(v["code"].as_str().unwrap_or("").to_string()),
+    };
+    (out.status.code().unwrap_or(-1), said)
+}
+
 /// method, url, body, expected status, expected error code.
 pub(crate) type Case<'a> = (&'a str, String, Option<Vec<u8>>, u16, &'a str);
 
@@ -370,6 +397,7 @@ pub(crate) fn snapshot(db: &Path) -> Vec<String> {
         ("gallery_templates", "gallery, seq"),
         ("login_failures", "user"),
         ("used_verdicts", "nonce"),
+        ("gallery_keys", "gallery"),
     ] {
         let mut st = conn
             .prepare(&format!("SELECT * FROM {table} ORDER BY {order}"))

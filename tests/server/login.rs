@@ -9,27 +9,27 @@ use crate::harness::*;
 use blindmatch::server::verdict::{KeyStatement, PublicKeys};
 
 /// The relying party's API key (its file: `api.keys` in the test dir).
-const KEY: &str = "rp-key-0123456789abcdefghijklmn";
-const BEARER: &str = "Bearer rp-key-0123456789abcdefghijklmn";
+pub(crate) const KEY: &str = "rp-key-0123456789abcdefghijklmn";
+pub(crate) const BEARER: &str = "Bearer rp-key-0123456789abcdefghijklmn";
 
 /// A decider and a matcher in login mode, on loopback.
-struct LoginMode {
-    decider: Decider,
-    matcher: Server,
-    dir: TempDir,
-    jwks: PathBuf,
+pub(crate) struct LoginMode {
+    pub(crate) decider: Decider,
+    pub(crate) matcher: Server,
+    pub(crate) dir: TempDir,
+    pub(crate) jwks: PathBuf,
     /// The matcher's arguments, for a restart.
     args: Vec<String>,
 }
 
 impl LoginMode {
-    fn start(tag: &str, extra: &[&str]) -> LoginMode {
+    pub(crate) fn start(tag: &str, extra: &[&str]) -> LoginMode {
         LoginMode::start_in(temp_dir(tag), extra)
     }
 
     /// Login mode on the database in `dir` (a matcher may have served it
     /// before in the user-held-key mode).
-    fn start_in(dir: TempDir, extra: &[&str]) -> LoginMode {
+    pub(crate) fn start_in(dir: TempDir, extra: &[&str]) -> LoginMode {
         let decider = Decider::start(&dir);
         let keys = dir.join("api.keys");
         std::fs::write(&keys, format!("# the relying party\n{KEY}\n")).unwrap();
@@ -69,23 +69,23 @@ impl LoginMode {
 
     /// Stops the matcher (SIGKILL) and starts it again on the same
     /// database, decider and flags.
-    fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.matcher.kill();
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
         self.matcher = Server::start(&self.dir, &args);
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{path}", self.matcher.url)
     }
 
-    fn db(&self) -> PathBuf {
+    pub(crate) fn db(&self) -> PathBuf {
         self.dir.join("blindmatch.db")
     }
 
     /// Every row once the audit journal is flushed (within 0.1 s of a
     /// login's reply): what "nothing written" compares.
-    fn rows(&self) -> Vec<String> {
+    pub(crate) fn rows(&self) -> Vec<String> {
         let start = Instant::now();
         loop {
             let text = String::from_utf8(self.api("GET", "/metrics").body).unwrap();
@@ -112,7 +112,7 @@ impl LoginMode {
     }
 
     /// A call with the API key.
-    fn api(&self, method: &str, path: &str) -> Resp {
+    pub(crate) fn api(&self, method: &str, path: &str) -> Resp {
         call_with(method, &self.url(path), &[("authorization", BEARER)], None)
     }
 
@@ -673,6 +673,39 @@ fn a_matcher_without_the_deciders_token_gets_nothing() {
         None,
     );
     r.expect_error(401, "unauthorized");
+    // And so do its 1:N routes, with the forged token or none.
+    for (method, path) in [
+        ("GET", "/v1/gallery-keys/staff?epoch=0"),
+        (
+            "POST",
+            "/v1/identifications?gallery=staff&epoch=0&top_k=1&aud=a&nonce=n",
+        ),
+        ("POST", "/v1/erasures?gallery=staff&epoch=0&block=0"),
+    ] {
+        let url = format!("{}{path}", m.decider.url);
+        let forged = [(
+            "authorization",
+            "Bearer not-the-matchers-token-0123456789abcdef",
+        )];
+        for headers in [&forged[..], &[]] {
+            call_with(method, &url, headers, Some(b"\0\0\0\0")).expect_error(401, "unauthorized");
+        }
+    }
+    call_with(
+        "POST",
+        &format!("{}/v1/galleries/staff/identify?aud={APP}&nonce=n", s.url),
+        &[("authorization", BEARER)],
+        Some(b"x"),
+    )
+    .expect_error(404, "unknown_gallery");
+    call_with(
+        "PUT",
+        &format!("{}/v1/galleries/staff", s.url),
+        &[("authorization", BEARER)],
+        None,
+    )
+    .expect_error(502, "decider_unavailable");
+    assert_eq!(snapshot(&dir.join("blindmatch.db")), before);
     // The real matcher is unaffected.
     m.ticket("alice");
     let _ = &m.matcher;

@@ -19,6 +19,7 @@ mod flows;
 mod gallery;
 mod growth;
 mod hostile;
+mod identify;
 mod load;
 mod login;
 mod namesake;

@@ -82,11 +82,24 @@ impl ApiKeys {
     /// Whether `presented` is one of the keys, compared in constant time
     /// (on digests, against every key).
     pub fn accepts(&self, presented: &str) -> bool {
+        self.find(presented).is_some()
+    }
+
+    /// Which key `presented` is (its place in the file), compared in
+    /// constant time against every key.
+    pub fn find(&self, presented: &str) -> Option<usize> {
         let digest: [u8; 32] = Sha256::digest(presented.as_bytes()).into();
-        self.0
-            .iter()
-            .fold(subtle::Choice::from(0), |found, k| found | k.ct_eq(&digest))
-            .into()
+        let (found, at) = self.0.iter().enumerate().fold(
+            (subtle::Choice::from(0), 0u64),
+            |(found, at), (i, k)| {
+                let hit = k.ct_eq(&digest);
+                (
+                    found | hit,
+                    subtle::ConditionallySelectable::conditional_select(&at, &(i as u64), hit),
+                )
+            },
+        );
+        bool::from(found).then_some(at as usize)
     }
 }
 
@@ -112,7 +125,7 @@ pub fn access(path: &str, method: &Method, metrics_public: bool) -> Access {
         (routes::HEALTHZ | routes::PARAMS, _) => Public,
         (routes::METRICS, _) if metrics_public => Public,
         (routes::USER_VERIFY | routes::USER_LOGIN | routes::USER_PUBLIC_KEY, _) => Public,
-        (routes::JWKS | routes::SERVICE_PUBLIC_KEY, _) => Public,
+        (routes::JWKS | routes::SERVICE_PUBLIC_KEY | routes::GALLERY_PUBLIC_KEY, _) => Public,
         (routes::USER_KEYS | routes::USER_TEMPLATE, _) => Enroll,
         (routes::USER, "DELETE") => Owner,
         // Users' metadata, tickets, challenges, galleries, metrics.
@@ -125,8 +138,8 @@ pub fn access(path: &str, method: &Method, metrics_public: bool) -> Access {
 pub enum Caller {
     /// No API keys are configured: the management API is open.
     Open,
-    /// A relying party's backend.
-    ApiKey,
+    /// A relying party's backend, by its key's place in the key file.
+    ApiKey(usize),
     /// Holds an enrollment ticket, not yet taken (the handler takes it).
     Ticket(String),
     /// The user in the path, by a fresh accept verdict.
@@ -215,8 +228,10 @@ async fn authorize(
         }));
     };
     match (scheme, need) {
-        ("Bearer", _) if st.api_keys.accepts(value) => Ok(Caller::ApiKey),
-        ("Bearer", _) => Err(unauthorized("wrong API key")),
+        ("Bearer", _) => match st.api_keys.find(value) {
+            Some(key) => Ok(Caller::ApiKey(key)),
+            None => Err(unauthorized("wrong API key")),
+        },
         ("Ticket", Access::Enroll) => Ok(Caller::Ticket(value.to_string())),
         ("Verdict", Access::Enroll | Access::Owner) => {
             let (Some(login), Some(user)) = (&st.login, user) else {
@@ -252,6 +267,8 @@ mod tests {
         assert!(keys.accepts("k-bbbbbbbbbbbbbbbbbbbbbbbb"));
         assert!(!keys.accepts("k-aaaaaaaaaaaaaaaaaaaaaaab"));
         assert!(!keys.accepts(""));
+        assert_eq!(keys.find("k-bbbbbbbbbbbbbbbbbbbbbbbb"), Some(1));
+        assert_eq!(keys.find("k-aaaaaaaaaaaaaaaaaaaaaaaa"), Some(0));
         assert!(!keys.is_open());
         assert!(ApiKeys::parse("# none\n\n").is_err());
         assert!(ApiKeys::parse("short\n").is_err());
@@ -283,5 +300,10 @@ mod tests {
             Access::ApiKey
         );
         assert_eq!(access(routes::GALLERIES, &get, false), Access::ApiKey);
+        assert_eq!(access(routes::GALLERY, &Method::PUT, false), Access::ApiKey);
+        assert_eq!(
+            access(routes::GALLERY_PUBLIC_KEY, &get, false),
+            Access::Public
+        );
     }
 }

@@ -94,6 +94,16 @@ impl RouteLimit for ReplyLimit {
     }
 }
 
+/// Bodies that hold an identification's score replies (the decider's).
+#[derive(Debug)]
+pub struct RepliesLimit;
+
+impl RouteLimit for RepliesLimit {
+    fn limit(limits: &Limits) -> usize {
+        limits.replies
+    }
+}
+
 /// Bodies that hold one ciphertext.
 #[derive(Debug)]
 pub struct CiphertextLimit;

@@ -1,6 +1,9 @@
-//! 1:N (`serve --service-key`): the service public key and the galleries
-//! under `/v1/galleries`, as a router of their own, merged only when the
-//! server has a service key ([`disabled_router`] answers otherwise).
+//! 1:N: the galleries under `/v1/galleries`, as a router of their own,
+//! merged only when the server has galleries ([`disabled_router`] answers
+//! otherwise). With the key holder's service key (`--decider local
+//! --service-key`) identifications are answered here, with scores; in
+//! login mode each gallery has its own key from the decider, and an
+//! identification is the decider's signed answer (`super::login_galleries`).
 
 use std::sync::Arc;
 
@@ -9,7 +12,7 @@ use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{delete, get, post};
+use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
@@ -23,7 +26,9 @@ use super::router::JSON_LIMIT;
 use super::state::to_completion;
 use super::users::{check_count, CountQuery};
 use super::wire::parse_fresh_ciphertext;
-use super::{ApiError, ApiResult, AppState, ErrorCode, Limits, Service};
+use super::{
+    login_galleries, ApiError, ApiResult, AppState, ErrorCode, Limits, Service, ServiceKeys,
+};
 
 /// The 1:N routes' state: the server's, and the service key with the
 /// galleries (present: these routes are routed only with them).
@@ -42,8 +47,17 @@ impl FromRef<Arc<GalleryState>> for Limits {
 impl GalleryState {
     /// Parses a gallery ciphertext of `count` templates and appends it
     /// (store, then memory). Returns the index of its first template and
-    /// the gallery's template count.
+    /// the gallery's template count. In login mode the gallery must have
+    /// been created (with its key) first.
     async fn add(&self, gallery: &str, body: Bytes, count: u32) -> ApiResult<(usize, usize)> {
+        if let ServiceKeys::Decider(keys) = &self.service.keys {
+            if keys.get(gallery).is_none() {
+                return Err(ApiError::new(
+                    ErrorCode::UnknownGallery,
+                    "no such gallery: create it with PUT /v1/galleries/{gallery} first",
+                ));
+            }
+        }
         let params = self.app.params.clone();
         let body2 = body.clone();
         let ct = self
@@ -83,13 +97,19 @@ impl GalleryState {
     /// Erases template `index` (store, then memory). Returns the gallery's
     /// remaining template count.
     async fn erase(&self, gallery: &str, index: usize) -> ApiResult<usize> {
+        if let ServiceKeys::Decider(_) = &self.service.keys {
+            return login_galleries::erase(self, gallery, index).await;
+        }
         let svc = self.service.clone();
         let store = self.app.store.clone();
         let g = gallery.to_string();
         to_completion(async move {
             let name = g.clone();
+            let ServiceKeys::Local { sk, pk } = &svc.keys else {
+                return Err(ApiError::internal("no service key"));
+            };
             svc.galleries
-                .erase(&name, index, (&svc.sk, &svc.pk), move |seq, ct, mask| {
+                .erase(&name, index, (sk, pk), move |seq, ct, mask| {
                     store.erase_gallery_template(&g, seq, &ct, mask)
                 })
                 .await
@@ -106,7 +126,11 @@ impl GalleryState {
             let name = g.clone();
             svc.galleries
                 .remove(&name, move || store.delete_gallery(&g))
-                .await
+                .await?;
+            if let ServiceKeys::Decider(keys) = &svc.keys {
+                keys.remove(&name);
+            }
+            Ok(())
         })
         .await
     }
@@ -118,10 +142,13 @@ impl GalleryState {
         let g = gallery.to_string();
         self.app
             .compute(move || -> ApiResult<_> {
+                let ServiceKeys::Local { sk, .. } = &svc.keys else {
+                    return Err(ApiError::internal("no service key"));
+                };
                 svc.galleries.with(&g, |gal| {
                     Ok(svc
                         .identifier
-                        .identify(gal, &svc.sk, &req.embedding, req.top_k)?)
+                        .identify(gal, sk, &req.embedding, req.top_k)?)
                 })
             })
             .await?
@@ -130,27 +157,44 @@ impl GalleryState {
 
 /// The 1:N routes over `service`.
 pub(super) fn router(app: Arc<AppState>, service: Arc<Service>) -> Router<Arc<AppState>> {
+    let decided = matches!(service.keys, ServiceKeys::Decider(_));
+    let (create, identify) = if decided {
+        (
+            put(login_galleries::create),
+            post(login_galleries::identify),
+        )
+    } else {
+        (
+            put(login_disabled),
+            post(gallery_identify).layer(DefaultBodyLimit::max(JSON_LIMIT)),
+        )
+    };
     Router::new()
         .route(routes::SERVICE_PUBLIC_KEY, get(service_public_key))
         .route(routes::GALLERIES, get(gallery_list))
-        .route(routes::GALLERY, get(gallery_info).delete(gallery_delete))
+        .route(
+            routes::GALLERY,
+            get(gallery_info).put(create).delete(gallery_delete),
+        )
+        .route(routes::GALLERY_PUBLIC_KEY, get(gallery_public_key))
         .route(routes::GALLERY_TEMPLATES, post(gallery_add))
         .route(routes::GALLERY_TEMPLATE, delete(gallery_erase))
-        .route(
-            routes::GALLERY_IDENTIFY,
-            post(gallery_identify).layer(DefaultBodyLimit::max(JSON_LIMIT)),
-        )
+        .route(routes::GALLERY_IDENTIFY, identify)
         .with_state(Arc::new(GalleryState { app, service }))
 }
 
-/// The same routes without `--service-key`: 404 `identify_disabled`, after
+/// The same routes without galleries: 404 `identify_disabled`, after
 /// reading the body as the route with galleries would (so a body over the
 /// limit is still 413).
 pub(super) fn disabled_router() -> Router<Arc<AppState>> {
     Router::new()
         .route(routes::SERVICE_PUBLIC_KEY, get(disabled))
         .route(routes::GALLERIES, get(disabled))
-        .route(routes::GALLERY, get(disabled).delete(disabled))
+        .route(
+            routes::GALLERY,
+            get(disabled).put(disabled).delete(disabled),
+        )
+        .route(routes::GALLERY_PUBLIC_KEY, get(disabled))
         .route(routes::GALLERY_TEMPLATES, post(disabled_upload))
         .route(routes::GALLERY_TEMPLATE, delete(disabled))
         .route(
@@ -159,10 +203,17 @@ pub(super) fn disabled_router() -> Router<Arc<AppState>> {
         )
 }
 
+/// `PUT /v1/galleries/{gallery}` with a service key: galleries are created
+/// by their first template there; creating one with its own key is login
+/// mode's.
+async fn login_disabled() -> ApiError {
+    ApiError::login_disabled()
+}
+
 fn identify_disabled() -> ApiError {
     ApiError::new(
         ErrorCode::IdentifyDisabled,
-        "1:N identification is off: start the server with --service-key",
+        "1:N identification is off: start the server with --decider (login mode) or --decider local --service-key",
     )
 }
 
@@ -178,13 +229,36 @@ async fn disabled_json(_: Result<Json<IgnoredAny>, JsonRejection>) -> ApiError {
     identify_disabled()
 }
 
-/// The service public key (1:N mode), for encrypting gallery templates.
-async fn service_public_key(State(st): State<Arc<GalleryState>>) -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/octet-stream")],
-        st.service.pk.to_bytes(),
-    )
-        .into_response()
+/// The service public key (`--service-key`), for encrypting gallery
+/// templates. In login mode each gallery has its own.
+async fn service_public_key(State(st): State<Arc<GalleryState>>) -> ApiResult<Response> {
+    match &st.service.keys {
+        ServiceKeys::Local { pk, .. } => Ok(octets(pk.to_bytes())),
+        ServiceKeys::Decider(_) => Err(ApiError::login_mode(
+            "in login mode each gallery has its own key: GET /v1/galleries/{gallery}/public-key",
+        )),
+    }
+}
+
+/// `GET /v1/galleries/{gallery}/public-key`: the key its templates and
+/// probes are encrypted under (the service key, or in login mode the
+/// gallery's own, with `x-key-epoch` and the decider's `x-key-statement`).
+async fn gallery_public_key(
+    State(st): State<Arc<GalleryState>>,
+    gallery: ApiResult<GalleryName>,
+) -> ApiResult<Response> {
+    let GalleryName(gallery) = gallery?;
+    match &st.service.keys {
+        ServiceKeys::Local { pk, .. } => {
+            st.service.galleries.counts(&gallery)?;
+            Ok(octets(pk.to_bytes()))
+        }
+        ServiceKeys::Decider(keys) => login_galleries::public_key(keys, &gallery),
+    }
+}
+
+pub(super) fn octets(body: Vec<u8>) -> Response {
+    ([(header::CONTENT_TYPE, "application/octet-stream")], body).into_response()
 }
 
 #[derive(Debug, Serialize)]

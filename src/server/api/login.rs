@@ -27,10 +27,6 @@ use super::verify::{load_enrolled, verify_user, Audit};
 use super::wire::split_keys;
 use super::{ApiError, ApiResult, AppState, ErrorCode};
 
-/// Longest `aud` accepted (and so the longest `nonce`, a challenge, is far
-/// below the decider's bound).
-const MAX_AUDIENCE_LEN: usize = 256;
-
 fn login(st: &AppState) -> ApiResult<&Arc<Login>> {
     st.login.as_ref().ok_or_else(ApiError::login_disabled)
 }
@@ -239,18 +235,7 @@ pub(super) async fn issue_challenge(
     let UserName(user) = user?;
     let Query(q) = query?;
     let aud = q.aud;
-    if aud.is_empty() || aud.len() > MAX_AUDIENCE_LEN || aud.chars().any(char::is_control) {
-        return Err(ApiError::new(
-            ErrorCode::BadQuery,
-            format!("aud: 1 to {MAX_AUDIENCE_LEN} printable characters"),
-        ));
-    }
-    if !login.audiences.is_empty() && !login.audiences.contains(&aud) {
-        return Err(ApiError::new(
-            ErrorCode::BadQuery,
-            "aud is none of the matcher's --audience values",
-        ));
-    }
+    login.check_audience(&aud)?;
     load_enrolled(&st, &user).await?;
     let challenge = login
         .challenges

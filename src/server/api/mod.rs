@@ -30,6 +30,7 @@ mod galleries;
 pub mod gate;
 mod log;
 mod login;
+mod login_galleries;
 pub mod meta;
 pub mod origin;
 pub mod router;
@@ -46,7 +47,7 @@ pub use gate::Gate;
 pub use meta::params_description;
 pub use origin::BrowserPolicy;
 pub use router::{guarded_router, router};
-pub use state::{AppState, Limits, Quotas, Service};
+pub use state::{AppState, Limits, Quotas, Service, ServiceKeys};
 pub use wire::{frame_keys, split_keys};
 
 /// The Content-Security-Policy sent with every response: same-origin

@@ -14,7 +14,7 @@ use crate::server::gallery::Galleries;
 use crate::server::metrics::Metrics;
 use crate::server::store::{AuditLog, Store, StoreError};
 
-use crate::server::login::{Login, OneTime};
+use crate::server::login::{GalleryKeys, Login, OneTime};
 
 use super::auth::ApiKeys;
 use super::{ApiError, Gate};
@@ -32,6 +32,9 @@ pub struct Limits {
     /// A compact score reply at the smallest dimension (what a decider
     /// reads).
     pub reply: usize,
+    /// A list of score replies for one identification (what a decider
+    /// reads).
+    pub replies: usize,
 }
 
 impl Limits {
@@ -44,6 +47,7 @@ impl Limits {
             // Two u32 length prefixes.
             keys: 8 + max(ObjectKind::PublicKey) + max(ObjectKind::RelinKey),
             reply: max(ObjectKind::ScoreReply),
+            replies: crate::server::decider::replies::max_len(params),
         }
     }
 }
@@ -119,17 +123,37 @@ pub struct AppState {
     pub trusted_proxies: Vec<std::net::IpAddr>,
 }
 
-/// 1:N state: the operator's service key and the in-memory galleries.
+/// 1:N state: the galleries in memory and the keys they are under.
 pub struct Service {
-    pub sk: SecretKey,
-    pub pk: PublicKey,
     pub identifier: Identifier,
     pub galleries: Galleries,
+    pub keys: ServiceKeys,
+}
+
+/// Whose keys the galleries are under.
+pub enum ServiceKeys {
+    /// `--decider local --service-key`: the operator's service key, held
+    /// here; this process is matcher and decider in one trust domain, and
+    /// answers identifications with scores.
+    Local { sk: SecretKey, pk: PublicKey },
+    /// Login mode: each gallery under its own key, derived by the decider;
+    /// this process holds no secret key, and identifications are the
+    /// decider's signed answers.
+    Decider(GalleryKeys),
 }
 
 impl std::fmt::Debug for Service {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Service { .. }")
+    }
+}
+
+impl std::fmt::Debug for ServiceKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Local { .. } => "ServiceKeys::Local { .. }",
+            Self::Decider(_) => "ServiceKeys::Decider(..)",
+        })
     }
 }
 

@@ -31,8 +31,10 @@ fn state_1ton(tag: &str) -> Arc<AppState> {
     let params = crate::server::params();
     let sk = SecretKey::generate(&params).unwrap();
     let service = Service {
-        pk: PublicKey::new(&sk).unwrap(),
-        sk,
+        keys: super::ServiceKeys::Local {
+            pk: PublicKey::new(&sk).unwrap(),
+            sk,
+        },
         identifier: Identifier::new(&params, 128).unwrap(),
         galleries: Galleries::new(&params, 128, Quotas::DEFAULT),
     };

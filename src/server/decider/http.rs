@@ -7,6 +7,9 @@
 //! | `GET /.well-known/jwks.json` | anyone | the verdict keys (RFC 7517) |
 //! | `GET /v1/user-keys/{user}?epoch=E` | the matcher | the user's public and relinearization keys, in the keys framing |
 //! | `POST /v1/verdicts?user=&epoch=&samples=&aud=&nonce=` | the matcher | a compact reply in, a signed verdict out |
+//! | `GET /v1/gallery-keys/{gallery}?epoch=E` | the matcher | the gallery's public and relinearization keys |
+//! | `POST /v1/identifications?gallery=&epoch=&top_k=&aud=&nonce=` | the matcher | a score reply list in, a signed identification out |
+//! | `POST /v1/erasures?gallery=&epoch=&block=` | the matcher | a masked gallery ciphertext in, a fresh one without the block out |
 //!
 //! The matcher authenticates with `Authorization: Bearer <token>`, the
 //! shared token of `matcher.token`, compared in constant time.
@@ -25,15 +28,21 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::matching::ScoreReply;
-use crate::server::api::extract::{drain, BinaryBody, ReplyLimit};
+use crate::server::api::extract::{
+    drain, BinaryBody, CiphertextLimit, RepliesLimit, ReplyLimit, RouteLimit,
+};
 use crate::server::api::{check_name, frame_keys, ApiError, ApiResult, ErrorCode, Limits};
 
-use super::{DecideError, Decider, KeyLabel, Request as VerdictRequest};
+use super::identify::IdentifyRequest;
+use super::{replies, DecideError, Decider, KeyLabel, Request as VerdictRequest};
 
 pub const HEALTHZ: &str = "/healthz";
 pub const JWKS: &str = "/.well-known/jwks.json";
 pub const USER_KEYS: &str = "/v1/user-keys/{user}";
 pub const VERDICTS: &str = "/v1/verdicts";
+pub const GALLERY_KEYS: &str = "/v1/gallery-keys/{gallery}";
+pub const IDENTIFICATIONS: &str = "/v1/identifications";
+pub const ERASURES: &str = "/v1/erasures";
 /// The header carrying the decider's signed statement of a user's public
 /// key (from the decider to the matcher, and from the matcher to the page).
 pub const KEY_STATEMENT_HEADER: &str = "x-key-statement";
@@ -74,6 +83,9 @@ pub fn router(state: Arc<DeciderState>) -> Router {
         .route(JWKS, get(jwks))
         .route(USER_KEYS, get(user_keys))
         .route(VERDICTS, post(verdict))
+        .route(GALLERY_KEYS, get(gallery_keys))
+        .route(IDENTIFICATIONS, post(identification))
+        .route(ERASURES, post(erasure))
         .fallback(|| async { ApiError::not_found("no such route") })
         .method_not_allowed_fallback(|req: Request| async move {
             drop(req);
@@ -116,9 +128,9 @@ impl FromRequestParts<Arc<DeciderState>> for FromMatcher {
 /// (at most 1 MiB past the limit), so that a client that writes its whole
 /// body before reading reads the 401 rather than a reset connection.
 #[derive(Debug)]
-pub struct MatcherBody(pub Bytes);
+pub struct MatcherBody<L = ReplyLimit>(pub Bytes, std::marker::PhantomData<L>);
 
-impl FromRequest<Arc<DeciderState>> for MatcherBody {
+impl<L: RouteLimit + Send> FromRequest<Arc<DeciderState>> for MatcherBody<L> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, st: &Arc<DeciderState>) -> ApiResult<Self> {
@@ -128,8 +140,8 @@ impl FromRequest<Arc<DeciderState>> for MatcherBody {
             return Err(e);
         }
         let req = Request::from_parts(parts, body);
-        let BinaryBody(bytes, _) = BinaryBody::<ReplyLimit>::from_request(req, st).await?;
-        Ok(Self(bytes))
+        let BinaryBody(bytes, _) = BinaryBody::<L>::from_request(req, st).await?;
+        Ok(Self(bytes, std::marker::PhantomData))
     }
 }
 
@@ -172,11 +184,30 @@ async fn user_keys(
     let Path(user) = path?;
     let Query(q) = query?;
     check_name(&user)?;
+    keys_answer(st, move |name| KeyLabel::user(name, q.epoch), user).await
+}
+
+async fn gallery_keys(
+    State(st): State<Arc<DeciderState>>,
+    _auth: FromMatcher,
+    path: Result<Path<String>, PathRejection>,
+    query: Result<Query<EpochQuery>, QueryRejection>,
+) -> ApiResult<impl IntoResponse> {
+    let Path(gallery) = path?;
+    let Query(q) = query?;
+    check_name(&gallery)?;
+    keys_answer(st, move |name| KeyLabel::gallery(name, q.epoch), gallery).await
+}
+
+/// The keys framing of `label(name)`'s public and relinearization keys,
+/// with the decider's key statement in its header.
+async fn keys_answer(
+    st: Arc<DeciderState>,
+    label: impl FnOnce(&str) -> KeyLabel<'_> + Send + 'static,
+    name: String,
+) -> ApiResult<impl IntoResponse> {
     let work = tokio::task::spawn_blocking(move || {
-        let label = KeyLabel {
-            user: &user,
-            epoch: q.epoch,
-        };
+        let label = label(&name);
         let (pk, rk) = st
             .decider
             .matcher_keys(&label)
@@ -222,18 +253,11 @@ struct VerdictReply {
 async fn verdict(
     State(st): State<Arc<DeciderState>>,
     query: Result<Query<VerdictQuery>, QueryRejection>,
-    MatcherBody(body): MatcherBody,
+    MatcherBody(body, _): MatcherBody,
 ) -> ApiResult<Json<VerdictReply>> {
     let Query(q) = query?;
     check_name(&q.user)?;
-    for (what, v) in [("aud", &q.aud), ("nonce", &q.nonce)] {
-        if v.is_empty() || v.len() > MAX_CLAIM_LEN || v.chars().any(char::is_control) {
-            return Err(ApiError::new(
-                ErrorCode::BadQuery,
-                format!("{what}: 1 to {MAX_CLAIM_LEN} printable characters"),
-            ));
-        }
-    }
+    check_claims(&q.aud, &q.nonce)?;
     let reply = ScoreReply::from_bytes(st.decider.params(), &body)
         .map_err(|e| ApiError::format("reply", e))?;
     if q.samples == 0 || q.samples > reply.len() {
@@ -244,10 +268,7 @@ async fn verdict(
     }
     let work = tokio::task::spawn_blocking(move || {
         let req = VerdictRequest {
-            label: KeyLabel {
-                user: &q.user,
-                epoch: q.epoch,
-            },
+            label: KeyLabel::user(&q.user, q.epoch),
             audience: &q.aud,
             nonce: &q.nonce,
             samples: q.samples,
@@ -258,11 +279,109 @@ async fn verdict(
     let verdict = work
         .await
         .map_err(|_| ApiError::internal("decision failed"))?
-        .map_err(|e| match e {
-            DecideError::Match(m) => ApiError::from(m),
-            e @ DecideError::NotUnderKey { .. } => {
-                ApiError::new(ErrorCode::NotUnderKey, e.to_string())
-            }
-        })?;
+        .map_err(refusal)?;
     Ok(Json(VerdictReply { verdict }))
+}
+
+/// `aud` and `nonce`: 1 to [`MAX_CLAIM_LEN`] printable characters.
+fn check_claims(aud: &str, nonce: &str) -> ApiResult<()> {
+    for (what, v) in [("aud", aud), ("nonce", nonce)] {
+        if v.is_empty() || v.len() > MAX_CLAIM_LEN || v.chars().any(char::is_control) {
+            return Err(ApiError::new(
+                ErrorCode::BadQuery,
+                format!("{what}: 1 to {MAX_CLAIM_LEN} printable characters"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why the decider gives no answer, as an HTTP error.
+fn refusal(e: DecideError) -> ApiError {
+    match e {
+        DecideError::Match(m) => ApiError::from(m),
+        e @ DecideError::NotUnderKey { .. } => ApiError::new(ErrorCode::NotUnderKey, e.to_string()),
+        DecideError::Replies(r) => ApiError::new(ErrorCode::BadBody, r.to_string()),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdentificationQuery {
+    gallery: String,
+    #[serde(default)]
+    epoch: u32,
+    top_k: usize,
+    aud: String,
+    nonce: String,
+}
+
+/// Most indices an identification names.
+pub const MAX_TOP_K: usize = 100;
+
+#[derive(Serialize)]
+struct IdentificationReply {
+    identification: String,
+}
+
+async fn identification(
+    State(st): State<Arc<DeciderState>>,
+    query: Result<Query<IdentificationQuery>, QueryRejection>,
+    MatcherBody(body, _): MatcherBody<RepliesLimit>,
+) -> ApiResult<Json<IdentificationReply>> {
+    let Query(q) = query?;
+    check_name(&q.gallery)?;
+    check_claims(&q.aud, &q.nonce)?;
+    if q.top_k == 0 || q.top_k > MAX_TOP_K {
+        return Err(ApiError::new(
+            ErrorCode::BadTopK,
+            format!("top_k must be in 1..={MAX_TOP_K}"),
+        ));
+    }
+    let work = tokio::task::spawn_blocking(move || {
+        let d = &st.decider;
+        let list = replies::from_bytes(d.params(), d.dim(), &body)?;
+        let req = IdentifyRequest {
+            label: KeyLabel::gallery(&q.gallery, q.epoch),
+            audience: &q.aud,
+            nonce: &q.nonce,
+            top_k: q.top_k,
+        };
+        d.identify(&req, &list, crate::server::store::now_secs() as u64)
+    });
+    let identification = work
+        .await
+        .map_err(|_| ApiError::internal("identification failed"))?
+        .map_err(refusal)?;
+    Ok(Json(IdentificationReply { identification }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ErasureQuery {
+    gallery: String,
+    #[serde(default)]
+    epoch: u32,
+    block: usize,
+}
+
+async fn erasure(
+    State(st): State<Arc<DeciderState>>,
+    query: Result<Query<ErasureQuery>, QueryRejection>,
+    MatcherBody(body, _): MatcherBody<CiphertextLimit>,
+) -> ApiResult<impl IntoResponse> {
+    let Query(q) = query?;
+    check_name(&q.gallery)?;
+    let work = tokio::task::spawn_blocking(move || {
+        let d = &st.decider;
+        let masked = crate::bfv::Ciphertext::from_bytes(d.params(), &body)
+            .map_err(|e| ApiError::format("gallery ciphertext", e))?;
+        d.erase_block(&KeyLabel::gallery(&q.gallery, q.epoch), &masked, q.block)
+            .map(|ct| ct.to_bytes())
+            .map_err(refusal)
+    });
+    let ct = work
+        .await
+        .map_err(|_| ApiError::internal("erasure failed"))??;
+    Ok(([(header::CONTENT_TYPE, "application/octet-stream")], ct))
 }

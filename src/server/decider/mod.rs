@@ -12,7 +12,9 @@
 //! states what each party learns and the trust model.
 
 pub mod http;
+pub mod identify;
 pub mod policy;
+pub mod replies;
 pub mod user_keys;
 
 use crate::bfv::{Params, PublicKey, RelinKey};
@@ -23,7 +25,7 @@ use crate::matching::{Quantizer, ScoreReply};
 use super::verdict::{Claims, KeyStatement, VerdictKeys};
 
 pub use policy::{Policy, Rule};
-pub use user_keys::{KeyLabel, MasterSecret};
+pub use user_keys::{KeyKind, KeyLabel, MasterSecret};
 
 /// The largest phase distance ([`ScoreReply::decrypt_with_phase`]) of a
 /// reply the decider reads. A genuine reply measures at most 1/64 (the
@@ -42,8 +44,12 @@ pub enum DecideError {
     Match(#[from] MatchError),
     /// The reply was not computed under this user's key (another user's or
     /// epoch's, a probe under a key of its own, or no ciphertext at all).
-    #[error("the reply does not decrypt under the user's key (phase {phase:.3})")]
+    #[error("the reply does not decrypt under the key it is for, the user's or the gallery's (phase {phase:.3})")]
     NotUnderKey { phase: f64 },
+    /// An identification's reply list did not parse, or does not fit the
+    /// request.
+    #[error(transparent)]
+    Replies(#[from] replies::RepliesError),
 }
 
 /// What a verdict is asked for: whose reply, for which relying party and
@@ -109,14 +115,25 @@ impl Decider {
     }
 
     /// Its signed statement that `public_key` is `label`'s, issued at `now`.
+    /// A gallery's statement has its own `typ`, so that it cannot pass for
+    /// a user's of the same name.
     pub fn key_statement(&self, label: &KeyLabel<'_>, public_key: &PublicKey, now: u64) -> String {
-        self.keys.signing().sign_key_statement(&KeyStatement {
+        let statement = KeyStatement {
             iss: self.issuer.clone(),
-            sub: label.user.to_string(),
+            sub: label.name.to_string(),
             epoch: label.epoch,
             pk_sha256: KeyStatement::digest(&public_key.to_bytes()),
             iat: now,
-        })
+        };
+        match label.kind {
+            KeyKind::User => self.keys.signing().sign_key_statement(&statement),
+            KeyKind::Gallery => self.keys.signing().sign_gallery_key_statement(&statement),
+        }
+    }
+
+    /// The embedding dimension it reads scores for.
+    pub fn dim(&self) -> usize {
+        self.quantizer.dim()
     }
 
     /// The parameters its keys are for.
@@ -150,7 +167,7 @@ impl Decider {
             .collect();
         let claims = Claims {
             iss: self.issuer.clone(),
-            sub: req.label.user.to_string(),
+            sub: req.label.name.to_string(),
             aud: req.audience.to_string(),
             nonce: req.nonce.to_string(),
             iat: now,

@@ -100,10 +100,7 @@ fn genuine_accepted_impostor_rejected_with_signed_verdicts() {
     let d = decider([7; 32]);
     let mut rng = Prng::from_seed([1; 32]);
     let face = unit(&mut rng);
-    let label = KeyLabel {
-        user: "alice",
-        epoch: 0,
-    };
+    let label = KeyLabel::user("alice", 0);
     let samples = vec![near(&face, &mut rng), near(&face, &mut rng)];
     let login = Login::enroll(&d, &label, &samples, &mut rng);
     let req = Request {
@@ -128,7 +125,7 @@ fn genuine_accepted_impostor_rejected_with_signed_verdicts() {
 #[test]
 fn keys_are_per_user_per_epoch_and_deterministic() {
     let d = decider([7; 32]);
-    let pk = |user, epoch| d.public_key(&KeyLabel { user, epoch }).to_bytes();
+    let pk = |name, epoch| d.public_key(&KeyLabel::user(name, epoch)).to_bytes();
     assert_eq!(
         pk("alice", 0),
         pk("alice", 0),
@@ -141,12 +138,7 @@ fn keys_are_per_user_per_epoch_and_deterministic() {
     assert_ne!(pk("a", 0x6200_0000), pk("ab", 0));
     let other = decider([8; 32]);
     assert_ne!(
-        other
-            .public_key(&KeyLabel {
-                user: "alice",
-                epoch: 0
-            })
-            .to_bytes(),
+        other.public_key(&KeyLabel::user("alice", 0)).to_bytes(),
         pk("alice", 0),
         "another master secret, other keys"
     );
@@ -161,21 +153,9 @@ fn a_reply_under_another_users_key_gets_no_verdict() {
     let d = decider([7; 32]);
     let mut rng = Prng::from_seed([2; 32]);
     let face = unit(&mut rng);
-    let alice = KeyLabel {
-        user: "alice",
-        epoch: 1,
-    };
+    let alice = KeyLabel::user("alice", 1);
     let login = Login::enroll(&d, &alice, &[near(&face, &mut rng)], &mut rng);
-    for label in [
-        KeyLabel {
-            user: "bob",
-            epoch: 1,
-        },
-        KeyLabel {
-            user: "alice",
-            epoch: 0,
-        },
-    ] {
+    for label in [KeyLabel::user("bob", 1), KeyLabel::user("alice", 0)] {
         let req = Request {
             label,
             audience: "https://app.example",
@@ -264,10 +244,7 @@ fn master_secret_files() {
     m.save_new(&path).unwrap();
     assert!(m.save_new(&path).is_err(), "never overwritten");
     let back = MasterSecret::load(&path).unwrap();
-    let label = KeyLabel {
-        user: "alice",
-        epoch: 0,
-    };
+    let label = KeyLabel::user("alice", 0);
     let params = Params::auth4096();
     assert_eq!(
         back.user_keys(&params, &label).1.to_bytes(),

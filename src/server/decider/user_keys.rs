@@ -1,7 +1,8 @@
-//! Per-user BFV keys, derived from one master secret.
+//! Per-user and per-gallery BFV keys, derived from one master secret.
 //!
 //! `HKDF-SHA256(salt = "blindmatch decider v1", ikm = master, info = label)`
-//! gives 64 bytes for each (parameters, user, epoch): the first 32 seed the
+//! gives 64 bytes for each (parameters, user, epoch) (galleries' keys use
+//! the salt `"blindmatch decider v1 gallery"`): the first 32 seed the
 //! secret key's sampling, the last 32 its public key's. The decider stores one
 //! secret, yet each account's key is a pseudorandom function of its label:
 //! learning one account's secret key says nothing about another's. A new
@@ -16,6 +17,7 @@ use zeroize::Zeroizing;
 use crate::bfv::{Params, Prng, PublicKey, SecretKey};
 
 const SALT: &[u8] = b"blindmatch decider v1";
+const GALLERY_SALT: &[u8] = b"blindmatch decider v1 gallery";
 
 /// Why the master secret could not be made, read or written.
 #[derive(Debug, thiserror::Error)]
@@ -31,21 +33,61 @@ pub enum MasterError {
     Rng(String),
 }
 
-/// Whose key: a user name and the key epoch the matcher keeps with it.
+/// What a key is for: a user's 1:1 logins, or a 1:N gallery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    User,
+    Gallery,
+}
+
+impl KeyKind {
+    /// HKDF's salt: each kind derives from its own, so a user and a gallery
+    /// of the same name and epoch have unrelated keys.
+    fn salt(self) -> &'static [u8] {
+        match self {
+            Self::User => SALT,
+            Self::Gallery => GALLERY_SALT,
+        }
+    }
+}
+
+/// Whose key: a user or gallery name and the key epoch the matcher keeps
+/// with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeyLabel<'a> {
-    pub user: &'a str,
+    pub kind: KeyKind,
+    pub name: &'a str,
     pub epoch: u32,
 }
 
+impl<'a> KeyLabel<'a> {
+    /// A user's key of `epoch`.
+    pub fn user(name: &'a str, epoch: u32) -> Self {
+        Self {
+            kind: KeyKind::User,
+            name,
+            epoch,
+        }
+    }
+
+    /// A gallery's key of `epoch`.
+    pub fn gallery(name: &'a str, epoch: u32) -> Self {
+        Self {
+            kind: KeyKind::Gallery,
+            name,
+            epoch,
+        }
+    }
+}
+
 impl KeyLabel<'_> {
-    /// HKDF's `info`: the parameters' id, the user name's length (u32 BE)
+    /// HKDF's `info`: the parameters' id, the name's length (u32 BE)
     /// and bytes, the epoch (u32 BE), so that no two labels share it.
     fn info(&self, params: &Params) -> Vec<u8> {
-        let mut info = Vec::with_capacity(16 + self.user.len());
+        let mut info = Vec::with_capacity(16 + self.name.len());
         info.extend_from_slice(&params.id());
-        info.extend_from_slice(&(self.user.len() as u32).to_be_bytes());
-        info.extend_from_slice(self.user.as_bytes());
+        info.extend_from_slice(&(self.name.len() as u32).to_be_bytes());
+        info.extend_from_slice(self.name.as_bytes());
         info.extend_from_slice(&self.epoch.to_be_bytes());
         info
     }
@@ -98,7 +140,7 @@ impl MasterSecret {
     /// The 64 bytes HKDF gives `label` under `params`: the secret key's
     /// seed, then its public key's.
     fn seeds(&self, params: &Params, label: &KeyLabel<'_>) -> Zeroizing<[u8; 64]> {
-        let hk = Hkdf::<Sha256>::new(Some(SALT), &self.0[..]);
+        let hk = Hkdf::<Sha256>::new(Some(label.kind.salt()), &self.0[..]);
         let mut okm = Zeroizing::new([0u8; 64]);
         // 64 bytes is far below HKDF-SHA256's 8160-byte limit.
         hk.expand(&label.info(params), &mut okm[..])

@@ -117,18 +117,64 @@ impl DeciderClient {
     }
 
     /// `GET /v1/user-keys/{user}?epoch=E`: the keys framing of the user's
-    /// public and relinearization keys.
-    /// The keys framing and the decider's signed key statement.
+    /// public and relinearization keys, and the decider's signed key
+    /// statement.
     pub async fn user_keys(&self, user: &str, epoch: u32) -> Result<(Bytes, String), DeciderError> {
-        let path = format!("/v1/user-keys/{user}?epoch={epoch}");
-        let (headers, body) = self.call("GET", &path, Bytes::new()).await?;
+        self.keys(&format!("/v1/user-keys/{user}?epoch={epoch}"))
+            .await
+    }
+
+    /// `GET /v1/gallery-keys/{gallery}?epoch=E`: as [`Self::user_keys`],
+    /// for a gallery.
+    pub async fn gallery_keys(
+        &self,
+        gallery: &str,
+        epoch: u32,
+    ) -> Result<(Bytes, String), DeciderError> {
+        self.keys(&format!("/v1/gallery-keys/{gallery}?epoch={epoch}"))
+            .await
+    }
+
+    async fn keys(&self, path: &str) -> Result<(Bytes, String), DeciderError> {
+        let (headers, body) = self.call("GET", path, Bytes::new()).await?;
         let statement = headers
             .get(KEY_STATEMENT_HEADER)
             .and_then(|v| v.to_str().ok())
             .ok_or_else(|| {
-                DeciderError::Transport("the user's keys came without a key statement".into())
+                DeciderError::Transport("the keys came without a key statement".into())
             })?;
         Ok((body, statement.to_string()))
+    }
+
+    /// `POST /v1/identifications`: a score reply list in, the signed
+    /// identification out.
+    pub async fn identification(
+        &self,
+        query: &IdentificationQuery<'_>,
+        replies: Vec<u8>,
+    ) -> Result<String, DeciderError> {
+        #[derive(Deserialize)]
+        struct Answer {
+            identification: String,
+        }
+        let path = format!("/v1/identifications?{}", query.encode());
+        let (_, body) = self.call("POST", &path, Bytes::from(replies)).await?;
+        let a: Answer = serde_json::from_slice(&body)
+            .map_err(|e| DeciderError::Transport(format!("identification answer: {e}")))?;
+        Ok(a.identification)
+    }
+
+    /// `POST /v1/erasures`: a masked gallery ciphertext in, a fresh
+    /// encryption of it with block `block` zeroed out.
+    pub async fn erasure(
+        &self,
+        gallery: &str,
+        epoch: u32,
+        block: usize,
+        masked: Vec<u8>,
+    ) -> Result<Bytes, DeciderError> {
+        let path = format!("/v1/erasures?gallery={gallery}&epoch={epoch}&block={block}");
+        Ok(self.call("POST", &path, Bytes::from(masked)).await?.1)
     }
 
     /// `POST /v1/verdicts`: the compact reply in, the signed verdict out.
@@ -259,6 +305,29 @@ impl VerdictQuery<'_> {
             percent(self.user),
             self.epoch,
             self.samples,
+            percent(self.aud),
+            percent(self.nonce)
+        )
+    }
+}
+
+/// The query of an identification request.
+#[derive(Clone, Debug)]
+pub struct IdentificationQuery<'a> {
+    pub gallery: &'a str,
+    pub epoch: u32,
+    pub top_k: usize,
+    pub aud: &'a str,
+    pub nonce: &'a str,
+}
+
+impl IdentificationQuery<'_> {
+    fn encode(&self) -> String {
+        format!(
+            "gallery={}&epoch={}&top_k={}&aud={}&nonce={}",
+            percent(self.gallery),
+            self.epoch,
+            self.top_k,
             percent(self.aud),
             percent(self.nonce)
         )

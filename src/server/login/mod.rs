@@ -10,7 +10,9 @@
 //! * [`Login::check_verdict`]: a `Verdict` credential (self-service).
 
 pub mod decider_client;
+pub mod gallery_keys;
 pub mod one_time;
+pub mod rate;
 pub mod throttle;
 
 use std::sync::RwLock;
@@ -21,14 +23,19 @@ use axum::body::Bytes;
 use crate::server::api::{ApiError, ApiResult, ErrorCode};
 use crate::server::verdict::{Claims, Outcome, PublicKeys};
 
-pub use decider_client::{DeciderClient, DeciderError, VerdictQuery};
+pub use decider_client::{DeciderClient, DeciderError, IdentificationQuery, VerdictQuery};
+pub use gallery_keys::{GalleryKey, GalleryKeys};
 pub use one_time::{OneTime, TokenError};
+pub use rate::RateLimit;
 pub use throttle::{Refusal, Throttle};
 
 /// How long the decider's JWK set is served from memory.
 const JWKS_TTL: Duration = Duration::from_secs(300);
 /// A verdict presented as a credential must be at most this old.
 pub const VERDICT_CREDENTIAL_AGE: u64 = 300;
+
+/// Longest `aud` and `nonce` a verdict may name.
+pub const MAX_CLAIM_LEN: usize = 256;
 
 /// What a login challenge is bound to besides its user.
 #[derive(Clone, Debug)]
@@ -45,6 +52,8 @@ pub struct Login {
     pub throttle: Throttle,
     /// Relying parties a challenge may name (`--audience`); empty: any.
     pub audiences: Vec<String>,
+    /// Identifications per API key (`--identify-rate`).
+    pub identify_rate: RateLimit,
     jwks: RwLock<Option<(Bytes, PublicKeys, Instant)>>,
 }
 
@@ -54,14 +63,41 @@ impl Login {
         challenges: OneTime<Challenge>,
         throttle: Throttle,
         audiences: Vec<String>,
+        identify_rate: RateLimit,
     ) -> Self {
         Self {
             decider,
             challenges,
             throttle,
             audiences,
+            identify_rate,
             jwks: RwLock::new(None),
         }
+    }
+
+    /// Refuses an `aud` (or `nonce`, `what`) that is not 1 to
+    /// [`MAX_CLAIM_LEN`] printable characters, and (`aud` only) one none of
+    /// the `--audience` values when there are some.
+    pub fn check_claim(&self, what: &str, value: &str) -> ApiResult<()> {
+        if value.is_empty() || value.len() > MAX_CLAIM_LEN || value.chars().any(char::is_control) {
+            return Err(ApiError::new(
+                ErrorCode::BadQuery,
+                format!("{what}: 1 to {MAX_CLAIM_LEN} printable characters"),
+            ));
+        }
+        if what == "aud" && !self.audiences.is_empty() && !self.audiences.iter().any(|a| a == value)
+        {
+            return Err(ApiError::new(
+                ErrorCode::BadQuery,
+                "aud is none of the matcher's --audience values",
+            ));
+        }
+        Ok(())
+    }
+
+    /// [`Self::check_claim`] for `aud`.
+    pub fn check_audience(&self, aud: &str) -> ApiResult<()> {
+        self.check_claim("aud", aud)
     }
 
     /// The decider's JWK set (from memory for [`JWKS_TTL`]), and its keys.

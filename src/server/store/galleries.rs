@@ -1,8 +1,21 @@
-//! 1:N gallery ciphertexts (templates encrypted under the service key).
+//! 1:N gallery ciphertexts (templates encrypted under the service key, or
+//! in login mode under the gallery's key), and login mode's gallery keys.
 
 use rusqlite::params;
 
-use super::{now_secs, Store, StoreError};
+use super::{now_millis, now_secs, Store, StoreError};
+
+/// A login-mode gallery's key, as stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GalleryKeyRow {
+    pub gallery: String,
+    /// Its key epoch at the decider.
+    pub epoch: u32,
+    /// The keys framing of its public and relinearization keys.
+    pub keys: Vec<u8>,
+    /// The decider's signed statement of its public key.
+    pub statement: String,
+}
 
 /// A gallery ciphertext as stored.
 #[derive(Clone, Debug)]
@@ -66,15 +79,54 @@ impl Store {
         })
     }
 
-    /// Removes every ciphertext of a gallery. Returns whether it had any.
+    /// Removes every ciphertext of a gallery, and its key (login mode).
+    /// Returns whether it had either.
     pub fn delete_gallery(&self, gallery: &str) -> Result<bool, StoreError> {
         self.write_and_scrub(|tx| {
             let n = tx.execute(
                 "DELETE FROM gallery_templates WHERE gallery = ?1",
                 [gallery],
             )?;
-            Ok(n > 0)
+            let k = tx.execute("DELETE FROM gallery_keys WHERE gallery = ?1", [gallery])?;
+            Ok(n + k > 0)
         })
+    }
+
+    /// Stores a new gallery's key. Returns false, writing nothing, when the
+    /// gallery already has one.
+    pub fn insert_gallery_key(&self, row: &GalleryKeyRow) -> Result<bool, StoreError> {
+        self.write(|tx| {
+            let n = tx.execute(
+                "INSERT OR IGNORE INTO gallery_keys (gallery, epoch, keys, statement, created_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![
+                    row.gallery,
+                    row.epoch,
+                    row.keys,
+                    row.statement,
+                    now_millis()
+                ],
+            )?;
+            Ok(n == 1)
+        })
+    }
+
+    /// Every gallery key, by gallery.
+    pub fn gallery_keys(&self) -> Result<Vec<GalleryKeyRow>, StoreError> {
+        let c = self.lock()?;
+        let mut st =
+            c.prepare("SELECT gallery, epoch, keys, statement FROM gallery_keys ORDER BY gallery")?;
+        let rows = st
+            .query_map([], |r| {
+                Ok(GalleryKeyRow {
+                    gallery: r.get(0)?,
+                    epoch: r.get(1)?,
+                    keys: r.get(2)?,
+                    statement: r.get(3)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
     }
 
     /// Every gallery ciphertext, by gallery and sequence number, passed to

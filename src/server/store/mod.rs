@@ -32,7 +32,7 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 pub use audit::journal;
 use audit::Pending;
 pub use audit::{AuditLog, AuditRow, AUDIT_FLUSH_INTERVAL, AUDIT_PRUNE_INTERVAL};
-pub use galleries::{GalleryRow, GalleryRowRef};
+pub use galleries::{GalleryKeyRow, GalleryRow, GalleryRowRef};
 pub use logins::Failures;
 pub use offline::{audit_log, backup, AuditEntry, Backup, OfflineError};
 pub use users::{DeciderKey, UserInfo, UserRecord};
@@ -111,6 +111,17 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE used_verdicts (
         nonce TEXT PRIMARY KEY NOT NULL,
         exp INTEGER NOT NULL
+     );",
+    // 8: login mode's galleries: each one's key epoch at the decider, its
+    // public and relinearization keys (the keys framing) and the decider's
+    // signed statement of the public key. A gallery is created with its row
+    // and removed with it.
+    "CREATE TABLE gallery_keys (
+        gallery TEXT PRIMARY KEY NOT NULL,
+        epoch INTEGER NOT NULL,
+        keys BLOB NOT NULL,
+        statement TEXT NOT NULL,
+        created_ms INTEGER NOT NULL
      );",
 ];
 

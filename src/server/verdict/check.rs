@@ -7,7 +7,10 @@ use base64::Engine as _;
 use ed25519_dalek::{Signature, VerifyingKey};
 use serde::Deserialize;
 
-use super::{Claims, KeyStatement, KEY_STATEMENT_TYP};
+use super::{
+    Claims, Identification, KeyStatement, GALLERY_KEY_STATEMENT_TYP, IDENTIFICATION_TYP,
+    KEY_STATEMENT_TYP,
+};
 
 /// Why a verdict does not check.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
@@ -96,6 +99,18 @@ impl PublicKeys {
     /// by one of these keys; as [`Self::verify`], the caller checks them.
     pub fn verify_key_statement(&self, jws: &str) -> Result<KeyStatement, CheckError> {
         self.verify_typed(jws, KEY_STATEMENT_TYP)
+    }
+
+    /// The claims of a gallery's key statement (`typ`
+    /// [`GALLERY_KEY_STATEMENT_TYP`]).
+    pub fn verify_gallery_key_statement(&self, jws: &str) -> Result<KeyStatement, CheckError> {
+        self.verify_typed(jws, GALLERY_KEY_STATEMENT_TYP)
+    }
+
+    /// The claims of an identification (`typ` [`IDENTIFICATION_TYP`]);
+    /// the caller checks `aud`, `nonce` and `exp`.
+    pub fn verify_identification(&self, jws: &str) -> Result<Identification, CheckError> {
+        self.verify_typed(jws, IDENTIFICATION_TYP)
     }
 
     /// `jws` signed by one of these keys, with header `typ` equal to `typ`

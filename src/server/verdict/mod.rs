@@ -52,6 +52,33 @@ pub struct Claims {
     pub outcome: Outcome,
 }
 
+/// The claims of an identification: which of a gallery's templates the
+/// probe matched (a JWS of type [`IDENTIFICATION_TYP`]). Never a score.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identification {
+    /// Who signed: the decider's issuer name.
+    pub iss: String,
+    /// The gallery.
+    pub sub: String,
+    /// The relying party it is meant for.
+    pub aud: String,
+    /// The relying party's nonce for this identification.
+    pub nonce: String,
+    /// Issued at, seconds since the Unix epoch.
+    pub iat: u64,
+    /// Expires at, seconds since the Unix epoch.
+    pub exp: u64,
+    /// Authentication methods (RFC 8176): `["face"]`.
+    pub amr: Vec<String>,
+    /// The indices of the templates at or above the threshold, best first,
+    /// at most the `top_k` asked for (empty: nobody matched).
+    pub matches: Vec<u64>,
+}
+
+/// The `typ` of an identification, so that it cannot pass for a login
+/// verdict (`JWT`) or a key statement.
+pub const IDENTIFICATION_TYP: &str = "blindmatch-identify+jwt";
+
 /// The JOSE header of every verdict.
 #[derive(Serialize)]
 struct Header<'a> {
@@ -81,6 +108,10 @@ pub struct KeyStatement {
 /// pass for the other.
 pub const KEY_STATEMENT_TYP: &str = "blindmatch-key+jwt";
 
+/// The `typ` of a gallery's key statement (`sub` is then a gallery), so that
+/// a gallery's key cannot pass for a user's of the same name.
+pub const GALLERY_KEY_STATEMENT_TYP: &str = "blindmatch-gallery-key+jwt";
+
 impl KeyStatement {
     /// The digest a statement names for `public_key` (its wire bytes).
     pub fn digest(public_key: &[u8]) -> String {
@@ -99,6 +130,16 @@ impl VerdictKey {
     /// Signs a key statement.
     pub fn sign_key_statement(&self, statement: &KeyStatement) -> String {
         self.sign_typed(KEY_STATEMENT_TYP, statement)
+    }
+
+    /// Signs a gallery's key statement.
+    pub fn sign_gallery_key_statement(&self, statement: &KeyStatement) -> String {
+        self.sign_typed(GALLERY_KEY_STATEMENT_TYP, statement)
+    }
+
+    /// Signs an identification.
+    pub fn sign_identification(&self, claims: &Identification) -> String {
+        self.sign_typed(IDENTIFICATION_TYP, claims)
     }
 
     fn sign_typed(&self, typ: &'static str, claims: &impl Serialize) -> String {
