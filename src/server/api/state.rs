@@ -29,12 +29,12 @@ pub struct Limits {
     /// The keys framing: two length prefixes, an unseeded public key and an
     /// unseeded relinearization key.
     pub keys: usize,
-    /// A compact score reply at the smallest dimension (what a decider
-    /// reads).
-    pub reply: usize,
     /// A list of score replies for one identification (what a decider
     /// reads).
     pub replies: usize,
+    /// A compact score reply at the smallest dimension (what a decider
+    /// reads).
+    pub reply: usize,
 }
 
 impl Limits {

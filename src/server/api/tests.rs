@@ -109,10 +109,10 @@ type Case = (
     &'static str,
 );
 
-/// `PUT` on a gallery: 405 whether 1:N is on or off.
-fn gallery_put_refused() -> Case {
+/// `PATCH` on a gallery: 405 whether 1:N is on or off.
+fn gallery_patch_refused() -> Case {
     (
-        "PUT",
+        "PATCH",
         "/v1/galleries/g",
         vec![],
         StatusCode::METHOD_NOT_ALLOWED,
@@ -215,7 +215,7 @@ async fn refusals_map_to_their_status_and_code() {
             StatusCode::NOT_FOUND,
             "identify_disabled",
         ),
-        gallery_put_refused(),
+        gallery_patch_refused(),
     ];
     expect_all(&app, cases).await;
 }
@@ -284,7 +284,7 @@ async fn one_to_n_routes_answer_with_a_service_key() {
             StatusCode::BAD_REQUEST,
             "bad_top_k",
         ),
-        gallery_put_refused(),
+        gallery_patch_refused(),
     ];
     expect_all(&app, cases).await;
     let (status, _) = call(&app, "GET", "/v1/galleries", vec![]).await;
