@@ -21,6 +21,8 @@ export {
   type GalleryInfo,
   type IdentifyMatch,
   type IdentifyResult,
+  type GalleryCreated,
+  type Identification,
 } from './server-client.js';
 export { checkKeyStatement, type KeyStatementClaims, type JwkSet } from './key-statement.js';
 

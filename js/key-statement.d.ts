@@ -14,15 +14,16 @@ export interface JwkSet {
 }
 
 /**
- * Checks the decider's signed statement of a user's public key before
- * anything is encrypted under it; rejects with an Error named
- * `KeyStatementError` when it does not check.
+ * Checks the decider's signed statement of a user's (or, with `gallery`, a
+ * gallery's) public key before anything is encrypted under it; rejects with
+ * an Error named `KeyStatementError` when it does not check.
  */
-export function checkKeyStatement(options: {
-  statement: string | null;
-  jwks: JwkSet;
-  issuer: string;
-  user: string;
-  epoch?: number | null;
-  publicKey: Uint8Array;
-}): Promise<KeyStatementClaims>;
+export function checkKeyStatement(
+  options: {
+    statement: string | null;
+    jwks: JwkSet;
+    issuer: string;
+    epoch?: number | null;
+    publicKey: Uint8Array;
+  } & ({ user: string; gallery?: undefined } | { gallery: string; user?: undefined }),
+): Promise<KeyStatementClaims>;

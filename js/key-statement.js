@@ -7,6 +7,7 @@
 // Uses WebCrypto (browsers with Ed25519, Node 18.4+).
 
 const TYP = 'blindmatch-key+jwt';
+const GALLERY_TYP = 'blindmatch-gallery-key+jwt';
 
 function fail(why) {
   const e = new Error(`the public key's statement does not check: ${why}`);
@@ -35,24 +36,29 @@ const json = (bytes) => {
  * Checks `statement` (the `statement` of `ServerClient.userPublicKey`):
  * signed by a key of `jwks` (a JWK set: `{ keys: [...] }`), issued by
  * `issuer`, about `user` at `epoch`, naming the digest of `publicKey`.
- * Resolves to the statement's claims; rejects with an Error named
- * `KeyStatementError` saying what does not match.
+ * With `gallery` instead of `user` it checks a gallery's statement (of
+ * `ServerClient.galleryPublicKey`), whose type is its own, so that neither
+ * passes for the other. Resolves to the statement's claims; rejects with an
+ * Error named `KeyStatementError` saying what does not match.
  */
-export async function checkKeyStatement({ statement, jwks, issuer, user, epoch, publicKey }) {
+export async function checkKeyStatement({ statement, jwks, issuer, user, gallery, epoch, publicKey }) {
   if (typeof statement !== 'string' || statement === '') throw fail('the matcher sent none');
   if (!(publicKey instanceof Uint8Array)) throw new TypeError('checkKeyStatement: publicKey must be a Uint8Array');
   const parts = statement.split('.');
   if (parts.length !== 3) throw fail('not a compact JWS');
   const header = json(fromB64url(parts[0]));
   const claims = json(fromB64url(parts[1]));
-  if (header.alg !== 'EdDSA' || header.typ !== TYP) throw fail(`not a key statement (alg ${header.alg}, typ ${header.typ})`);
+  if ((user === undefined) === (gallery === undefined)) throw new TypeError('checkKeyStatement: give either user or gallery');
+  const typ = gallery === undefined ? TYP : GALLERY_TYP;
+  if (header.alg !== 'EdDSA' || header.typ !== typ) throw fail(`not a ${gallery === undefined ? 'user' : 'gallery'}'s key statement (alg ${header.alg}, typ ${header.typ})`);
   const jwk = (jwks?.keys ?? []).find((k) => k.kid === header.kid && k.kty === 'OKP' && k.crv === 'Ed25519');
   if (!jwk) throw fail(`no key ${header.kid} in the JWK set`);
   const key = await crypto.subtle.importKey('jwk', { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, { name: 'Ed25519' }, false, ['verify']);
   const signed = new TextEncoder().encode(`${parts[0]}.${parts[1]}`);
   if (!(await crypto.subtle.verify({ name: 'Ed25519' }, key, fromB64url(parts[2]), signed))) throw fail('bad signature');
   if (claims.iss !== issuer) throw fail(`issued by ${claims.iss}, not ${issuer}`);
-  if (claims.sub !== user) throw fail(`about ${claims.sub}, not ${user}`);
+  const subject = gallery === undefined ? user : gallery;
+  if (claims.sub !== subject) throw fail(`about ${claims.sub}, not ${subject}`);
   if (epoch !== null && epoch !== undefined && claims.epoch !== epoch) throw fail(`of epoch ${claims.epoch}, not ${epoch}`);
   const digest = toB64url(new Uint8Array(await crypto.subtle.digest('SHA-256', publicKey)));
   if (claims.pk_sha256 !== digest) throw fail('it names another public key');

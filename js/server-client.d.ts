@@ -119,6 +119,24 @@ export interface UserPublicKey {
   statement: string | null;
 }
 
+/** `PUT /v1/galleries/{gallery}` (login mode) */
+export interface GalleryCreated {
+  gallery: string;
+  /** The gallery's key epoch at the decider. */
+  epoch: number;
+}
+
+/** `POST /v1/galleries/{gallery}/identify` in login mode. */
+export interface Identification {
+  gallery: string;
+  /**
+   * A JWS (EdDSA, `typ` blindmatch-identify+jwt) with iss, sub (the
+   * gallery), aud, nonce, iat, exp, amr and `matches`: the indices of the
+   * templates at or above the decider's threshold, best first. No score.
+   */
+  identification: string;
+}
+
 /** `POST /v1/users/{user}/login`: the decider's signed verdict, for the relying party to verify. */
 export interface LoginResult {
   /** A JWS (EdDSA) with iss, sub, aud, nonce, iat, exp, amr and outcome. */
@@ -152,6 +170,17 @@ export class ServerClient {
   addGalleryTemplates(gallery: string, ciphertext: Uint8Array, count: number, options?: RequestOptions): Promise<GalleryAdded>;
   /** The best `topK` (default 5, at most 100) matches of an embedding; the embedding is sent in the clear. */
   identify(gallery: string, embedding: Float32Array | number[], topK?: number, options?: RequestOptions): Promise<IdentifyResult>;
+  /** Login mode: creates a gallery under a key of its own (API key). */
+  createGallery(gallery: string, options?: RequestOptions): Promise<GalleryCreated>;
+  /** The gallery's public key, its epoch and the decider's statement (login mode). */
+  galleryPublicKey(gallery: string, options?: RequestOptions): Promise<UserPublicKey>;
+  /** Login mode: an encrypted probe in, the decider's signed identification out (API key). */
+  identifyEncrypted(
+    gallery: string,
+    probe: Uint8Array,
+    query: { audience: string; nonce: string; topK?: number },
+    options?: RequestOptions,
+  ): Promise<Identification>;
   galleries(options?: RequestOptions): Promise<GalleryInfo[]>;
   /** Erases one template; the others keep their indices. */
   eraseGalleryTemplate(gallery: string, index: number, options?: RequestOptions): Promise<void>;

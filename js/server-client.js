@@ -243,6 +243,50 @@ export class ServerClient {
     return this.#call('logging in', path, { method: 'POST', headers: OCTETS, body: probe }, opts, json);
   }
 
+  // --- 1:N in login mode (galleries under keys of the decider's) -----------
+
+  /**
+   * `PUT /v1/galleries/{gallery}` (the API key): creates the gallery under a
+   * key of its own from the decider. Resolves to `{ gallery, epoch }`
+   * (the same when it exists already).
+   */
+  async createGallery(gallery, opts) {
+    return this.#call('creating the gallery', this.#gallery(gallery), { method: 'PUT' }, opts, json);
+  }
+
+  /**
+   * `GET /v1/galleries/{gallery}/public-key`: what templates and probes of
+   * the gallery are encrypted under (`PublicKeyEncryptor.fromPublicKey`).
+   * Resolves to `{ publicKey, epoch, statement }`; check the statement with
+   * `checkKeyStatement({ gallery, ... })` before encrypting.
+   */
+  async galleryPublicKey(gallery, opts) {
+    return this.#call('reading the gallery\'s public key', this.#gallery(gallery, '/public-key'), {}, opts, async (r) => {
+      const e = r.headers.get('x-key-epoch');
+      return {
+        publicKey: new Uint8Array(await r.arrayBuffer()),
+        epoch: e === null ? null : Number(e),
+        statement: r.headers.get('x-key-statement'),
+      };
+    });
+  }
+
+  /**
+   * `POST /v1/galleries/{gallery}/identify?aud=&nonce=&top_k=` (the API
+   * key), login mode: a probe encrypted under the gallery's public key in;
+   * resolves to `{ gallery, identification }`, the decider's signed list of
+   * the templates at or above its threshold (a JWS of type
+   * `blindmatch-identify+jwt` whose `matches` are indices, best first).
+   */
+  async identifyEncrypted(gallery, probe, { audience, nonce, topK = 5 } = {}, opts) {
+    if (typeof audience !== 'string' || audience === '') throw new TypeError('identifyEncrypted: the audience must be a non-empty string');
+    if (typeof nonce !== 'string' || nonce === '') throw new TypeError('identifyEncrypted: the nonce must be a non-empty string');
+    if (!Number.isInteger(topK) || topK < 1) throw new TypeError('identifyEncrypted: topK must be a positive integer');
+    const query = `?aud=${encodeURIComponent(audience)}&nonce=${encodeURIComponent(nonce)}&top_k=${topK}`;
+    const init = { method: 'POST', headers: OCTETS, body: probe };
+    return this.#call('identifying', this.#gallery(gallery, `/identify${query}`), init, opts, json);
+  }
+
   // --- 1:N identification (a server started with `--service-key`) ---------
 
   /** `GET /v1/service/public-key`: for `PublicKeyEncryptor.fromPublicKey`. */

@@ -28,6 +28,8 @@ import {
   type Challenge,
   type UserPublicKey,
   type LoginResult,
+  type GalleryCreated,
+  type Identification,
   type KeyStatementClaims,
   checkKeyStatement,
   type Scores,
@@ -127,6 +129,26 @@ async function main(): Promise<void> {
   const accepted: boolean = lr.outcome === 'accept';
   await server.deleteUser('carol', { verdict: lr.verdict });
   console.log(claims.epoch, accepted, c.expiresAt, t.epoch);
+
+  // 1:N in login mode: a gallery under a key of its own, an encrypted probe,
+  // the decider's signed identification.
+  const gc: GalleryCreated = await backend.createGallery('staff');
+  const gpk: UserPublicKey = await backend.galleryPublicKey('staff');
+  await checkKeyStatement({
+    statement: gpk.statement,
+    jwks: { keys: [] },
+    issuer: 'https://login.example',
+    gallery: 'staff',
+    epoch: gc.epoch,
+    publicKey: gpk.publicKey,
+  });
+  const genc = PublicKeyEncryptor.fromPublicKey(params, gpk.publicKey);
+  const idn: Identification = await backend.identifyEncrypted('staff', genc.encryptProbe(emb, 128), {
+    audience: 'https://app.example',
+    nonce: 'n-1',
+    topK: 3,
+  });
+  console.log(idn.identification.length);
   console.log(build, n, id, first, svc.length, hiddenProbe.length, slots[0], wide[0], bytes.length, ws.scores, sp.dimension, vs, removed, framed);
 }
 
