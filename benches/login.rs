@@ -13,12 +13,21 @@
 //! * `login/total`: both, one after the other.
 //! * `login/total_allcores_x64`: 64 whole logins spread over every core (a
 //!   verdict rate: 64 / this time).
+//! * `login/identify_1k_matcher`: 1:N in login mode, the matcher's part for
+//!   a gallery of 1,024 templates (32 ciphertexts) on one core: the
+//!   encrypted probe against each, masked and flooded as a login's reply,
+//!   compacted, and the score reply list's bytes.
+//! * `login/identify_1k_decider`: the decider's part on one core: the list
+//!   parsed, the gallery's key derived, 32 replies decrypted and checked,
+//!   the indices at or above the threshold signed.
 //!
 //! scripts/bench_report.py puts each next to SEAL's multiply + relinearize
 //! from the same run.
 
 use blindmatch::bfv::{Params, Prng, PublicKey, RelinKey};
 use blindmatch::matching::{client, Quantizer, ScoreReply, Verifier};
+use blindmatch::server::decider::identify::IdentifyRequest;
+use blindmatch::server::decider::replies::{self, Candidate};
 use blindmatch::server::decider::{Decider, KeyLabel, MasterSecret, Policy, Request};
 use blindmatch::server::verdict::{VerdictKey, VerdictKeys};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
@@ -95,6 +104,54 @@ fn login(c: &mut Criterion) {
                 black_box(decide(&matcher(&mut rng)));
             })
         })
+    });
+
+    // 1:N: a gallery of 32 ciphertexts under a gallery's key.
+    let glabel = KeyLabel::gallery("staff", 11);
+    let (gpk, grk): (PublicKey, RelinKey) = decider.matcher_keys(&glabel).unwrap();
+    let people: Vec<Vec<f32>> = (0..32 * 32).map(|i| face(i + 10)).collect();
+    let gallery: Vec<_> = people
+        .chunks(32)
+        .map(|chunk| {
+            let refs: Vec<&[f32]> = chunk.iter().map(|f| f.as_slice()).collect();
+            client::encrypt_templates_public(&gpk, &q, &refs, &mut rng).unwrap()
+        })
+        .collect();
+    let gprobe = client::encrypt_probe_public(&gpk, &q, &people[700], &mut rng).unwrap();
+    let identify_matcher = |rng: &mut Prng| {
+        let prepared = verifier.prepare_template(&gprobe).unwrap();
+        let list: Vec<Candidate> = gallery
+            .iter()
+            .map(|ct| {
+                let r = verifier
+                    .verify_prepared_with(&prepared, ct, &gpk, Some(&grk), rng)
+                    .unwrap();
+                Candidate {
+                    candidates: u32::MAX as u64,
+                    reply: verifier.compact(&r).unwrap(),
+                }
+            })
+            .collect();
+        replies::to_bytes(&list)
+    };
+    let ireq = IdentifyRequest {
+        label: glabel,
+        audience: "https://app.example",
+        nonce: "nonce-0123456789",
+        top_k: 5,
+    };
+    let identify_decider = |bytes: &[u8]| {
+        let list = replies::from_bytes(&params, DIM, bytes).unwrap();
+        decider.identify(&ireq, &list, 1_796_000_000).unwrap()
+    };
+    let list = identify_matcher(&mut rng);
+    assert!(identify_decider(&list).contains('.'));
+    g.sample_size(10);
+    g.bench_function("identify_1k_matcher", |b| {
+        b.iter(|| black_box(identify_matcher(&mut rng)))
+    });
+    g.bench_function("identify_1k_decider", |b| {
+        b.iter(|| black_box(identify_decider(black_box(&list))))
     });
     g.finish();
 }
