@@ -223,7 +223,12 @@ export class ServerClient {
    * encrypting); else null and null.
    */
   async userPublicKey(user, opts) {
-    return this.#call('reading the public key', this.#user(user, '/public-key'), {}, opts, async (r) => {
+    return this.#publicKey('reading the public key', this.#user(user, '/public-key'), opts);
+  }
+
+  /** A public key with its epoch and the decider's statement (x-key-epoch, x-key-statement). */
+  async #publicKey(what, path, opts) {
+    return this.#call(what, path, {}, opts, async (r) => {
       const e = r.headers.get('x-key-epoch');
       return {
         publicKey: new Uint8Array(await r.arrayBuffer()),
@@ -261,14 +266,7 @@ export class ServerClient {
    * `checkKeyStatement({ gallery, ... })` before encrypting.
    */
   async galleryPublicKey(gallery, opts) {
-    return this.#call('reading the gallery\'s public key', this.#gallery(gallery, '/public-key'), {}, opts, async (r) => {
-      const e = r.headers.get('x-key-epoch');
-      return {
-        publicKey: new Uint8Array(await r.arrayBuffer()),
-        epoch: e === null ? null : Number(e),
-        statement: r.headers.get('x-key-statement'),
-      };
-    });
+    return this.#publicKey('reading the gallery\'s public key', this.#gallery(gallery, '/public-key'), opts);
   }
 
   /**

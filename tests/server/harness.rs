@@ -228,19 +228,9 @@ pub(crate) fn call_with(
 /// checks a verdict) says of `token` for audience `aud` and challenge
 /// `nonce`: its exit code and the outcome (or jose's error code).
 pub(crate) fn jose(jwks: &Path, token: &str, aud: &str, nonce: &str) -> (i32, String) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/relying-party/verify.mjs");
-    let out = Command::new("node")
-        .arg(script)
-        .arg("--jwks")
-        .arg(jwks)
-        .args(["--iss", ISSUER, "--aud", aud, "--nonce", nonce, token])
-        .output()
-        .expect("node");
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
-    });
+    let (code, v) = verify_mjs(&[], jwks, token, aud, nonce);
     let said = v["outcome"].as_str().or(v["code"].as_str()).unwrap_or("");
-    (out.status.code().unwrap_or(-1), said.to_string())
+    (code, said.to_string())
 }
 
 /// What `jose` says of an identification `token` (examples/relying-party/
@@ -252,10 +242,28 @@ pub(crate) fn jose_identification(
     aud: &str,
     nonce: &str,
 ) -> (i32, Result<Vec<u64>, String>) {
+    let (code, v) = verify_mjs(&["--kind", "identification"], jwks, token, aud, nonce);
+    let said = match v["matches"].as_array() {
+        Some(m) => Ok(m.iter().map(|i| i.as_u64().unwrap()).collect()),
+        None => Err(v["code"].as_str().unwrap_or("").to_string()),
+    };
+    (code, said)
+}
+
+/// Runs examples/relying-party/verify.mjs on `token`: its exit code and the
+/// JSON it prints.
+fn verify_mjs(
+    extra: &[&str],
+    jwks: &Path,
+    token: &str,
+    aud: &str,
+    nonce: &str,
+) -> (i32, serde_json::Value) {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/relying-party/verify.mjs");
     let out = Command::new("node")
         .arg(script)
-        .args(["--kind", "identification", "--jwks"])
+        .args(extra)
+        .arg("--jwks")
         .arg(jwks)
         .args(["--iss", ISSUER, "--aud", aud, "--nonce", nonce, token])
         .output()
@@ -263,11 +271,7 @@ pub(crate) fn jose_identification(
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
     });
-    let said = match v["matches"].as_array() {
-        Some(m) => Ok(m.iter().map(|i| i.as_u64().unwrap()).collect()),
-        None => Err(v["code"].as_str().unwrap_or("").to_string()),
-    };
-    (out.status.code().unwrap_or(-1), said)
+    (out.status.code().unwrap_or(-1), v)
 }
 
 /// method, url, body, expected status, expected error code.
