@@ -260,6 +260,11 @@ pub struct DecideArgs {
     /// Create whichever of the secrets is missing before serving.
     #[arg(long)]
     pub init: bool,
+    /// Rotate the verdict keys: add a new one that signs from now on (the
+    /// previous ones stay published, so their verdicts keep checking until
+    /// their files are removed).
+    #[arg(long)]
+    pub new_verdict_key: bool,
     /// The verdicts' `iss` (default: `http://` and the bound address).
     #[arg(long, env = "BLINDMATCH_DECIDER_ISSUER")]
     pub issuer: Option<String>,

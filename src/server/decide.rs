@@ -25,6 +25,14 @@ async fn decide(args: DecideArgs) -> Result<(), String> {
     if args.init {
         init(&args.dir)?;
     }
+    if args.new_verdict_key {
+        let path = VerdictKeys::rotate(
+            &args.dir.join(VERDICT_KEYS),
+            super::store::now_secs() as u64,
+        )
+        .map_err(|e| e.to_string())?;
+        tracing::info!(path = %path.display(), "verdict key added: it signs from now on");
+    }
     let master = MasterSecret::load(&args.dir.join(MASTER)).map_err(|e| e.to_string())?;
     let token = zeroize::Zeroizing::new(
         std::fs::read_to_string(args.dir.join(TOKEN))

@@ -177,11 +177,29 @@ pub(crate) struct Decider {
 
 impl Decider {
     pub(crate) fn start(dir: &Path) -> Decider {
+        Decider::start_at(dir, "127.0.0.1:0", &[])
+    }
+
+    /// Stops the decider and starts it again on the same address and
+    /// secrets, with `extra` flags (`--new-verdict-key`...).
+    pub(crate) fn restart(&mut self, dir: &Path, extra: &[&str]) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let addr = self
+            .url
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string();
+        *self = Decider::start_at(dir, &addr, extra);
+    }
+
+    fn start_at(dir: &Path, bind: &str, extra: &[&str]) -> Decider {
         let secrets = dir.join("decider");
         let mut cmd = server_cmd();
-        cmd.args(["decide", "--init", "--bind", "127.0.0.1:0", "--dir"])
+        cmd.args(["decide", "--init", "--bind", bind, "--dir"])
             .arg(&secrets)
-            .args(["--issuer", ISSUER]);
+            .args(["--issuer", ISSUER])
+            .args(extra);
         let (child, url) = spawn_listening(
             cmd,
             &dir.join("decider.log"),

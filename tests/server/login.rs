@@ -710,3 +710,68 @@ fn a_matcher_without_the_deciders_token_gets_nothing() {
     m.ticket("alice");
     let _ = &m.matcher;
 }
+
+#[test]
+fn verdict_keys_rotate_without_breaking_verdicts() {
+    let _machine = shared();
+    let mut m = LoginMode::start("verdict-rotation", &[]);
+    let mut rng = Prng::from_seed([66; 32]);
+    let face = embedding(&mut rng);
+    m.ticket("alice");
+    let mut b = Browser::of(&m, "alice", 67);
+    enroll_with_ticket(&m, "alice", &mut b, &face, &mut rng);
+    let (c1, old, outcome) = m.login("alice", &b.probe(&near(&face, &mut rng)));
+    assert_eq!(outcome, "accept");
+    let old_kid = PublicKeys::kid_of(&old).unwrap();
+
+    // The decider starts again with a new key, on the same address; the
+    // matcher, still running, has the old JWK set cached.
+    let dir = m.dir.to_path_buf();
+    m.decider.restart(&dir, &["--new-verdict-key"]);
+    let (c2, new, outcome) = m.login("alice", &b.probe(&near(&face, &mut rng)));
+    assert_eq!(outcome, "accept");
+    let new_kid = PublicKeys::kid_of(&new).unwrap();
+    assert_ne!(new_kid, old_kid, "the new key signs");
+    // The new verdict is a credential at once: its unknown kid makes the
+    // matcher fetch the JWK set again.
+    let template = b.template(&[near(&face, &mut rng), near(&face, &mut rng)]);
+    let r = m.put_template("alice", &format!("Verdict {new}"), &template);
+    assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    // Both keys are published: the verdict signed before the rotation
+    // still checks with jose, and so does the new one.
+    let r = call("GET", &m.url("/.well-known/jwks.json"), None);
+    assert_eq!(r.status, 200);
+    let kids: Vec<String> = r.json()["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        kids,
+        [new_kid.clone(), old_kid.clone()],
+        "signing key first"
+    );
+    std::fs::write(&m.jwks, &r.body).unwrap();
+    assert_eq!(jose(&m.jwks, &old, APP, &c1), (0, "accept".into()));
+    assert_eq!(jose(&m.jwks, &new, APP, &c2), (0, "accept".into()));
+
+    // Once the old key's file is removed, its verdicts no longer check.
+    let keys_dir = dir.join("decider").join("verdict-keys");
+    let mut files: Vec<_> = std::fs::read_dir(&keys_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    files.sort();
+    assert_eq!(files.len(), 2);
+    std::fs::remove_file(&files[0]).unwrap();
+    m.decider.restart(&dir, &[]);
+    let r = call(
+        "GET",
+        &format!("{}/.well-known/jwks.json", m.decider.url),
+        None,
+    );
+    std::fs::write(&m.jwks, &r.body).unwrap();
+    assert_eq!(jose(&m.jwks, &old, APP, &c1).0, 1);
+    assert_eq!(jose(&m.jwks, &new, APP, &c2), (0, "accept".into()));
+}

@@ -186,13 +186,18 @@ impl VerdictKeys {
     }
 
     /// Adds a new key to `dir` (created if missing), named so that it sorts
-    /// last and signs from the next load: `verdict-<unix seconds>.pem`.
+    /// last and signs from the next load: `verdict-<unix seconds>.pem`
+    /// (the next free second when a key of this second exists).
     pub fn rotate(dir: &Path, now_secs: u64) -> Result<PathBuf, KeyError> {
         std::fs::create_dir_all(dir).map_err(|source| KeyError::Io {
             path: dir.into(),
             source,
         })?;
-        let path = dir.join(format!("verdict-{now_secs:012}.pem"));
+        let mut at = now_secs;
+        while dir.join(format!("verdict-{at:012}.pem")).exists() {
+            at += 1;
+        }
+        let path = dir.join(format!("verdict-{at:012}.pem"));
         VerdictKey::generate()?.save_new(&path)?;
         Ok(path)
     }
