@@ -108,6 +108,13 @@ for op in LOGIN_OPS:
     ours = median_us("login", op, "")
     if ours is not None and seal_mul_relin is not None:
         rows.append(("login", op, ours, "seal:multiply_relin", seal_mul_relin))
+# 1:N in login mode, 32 gallery ciphertexts: next to 32 of SEAL's
+# multiply + relinearize (the matcher's part is one per ciphertext).
+IDENTIFY_CTS = 32
+for op in ("identify_1k_matcher", "identify_1k_decider"):
+    ours = median_us("login", op, "")
+    if ours is not None and seal_mul_relin is not None:
+        rows.append(("login", op, ours, "seal:multiply_relin_x32", IDENTIFY_CTS * seal_mul_relin))
 LOGIN_BATCH = 64  # benches/login.rs: logins per total_allcores_x64 iteration
 login_allcores = median_us("login", "total_allcores_x64", "")
 if login_allcores is not None and seal_mul_relin is not None:
@@ -249,6 +256,14 @@ if all(login_us.values()):
     if login_allcores:
         md += ["", f"Verdicts per second on all {os.cpu_count()} cores (64 logins spread with rayon): "
                f"{LOGIN_BATCH / (login_allcores / 1e6):,.0f}; on one core: {1e6 / login_us['total']:,.0f}."]
+    im = median_us("login", "identify_1k_matcher", "")
+    idc = median_us("login", "identify_1k_decider", "")
+    if im and idc:
+        md += ["", "1:N in login mode, a gallery of 1,024 templates (32 ciphertexts) on one core: the matcher's "
+               f"part {im / 1000:.2f} ms ({im / 1024:.1f} µs per template), the decider's {idc / 1000:.2f} ms "
+               f"({idc / 1024:.2f} µs per template)"
+               + (f"; 32 of SEAL's multiply + relinearize alone take {IDENTIFY_CTS * seal_mul_relin / 1000:.1f} ms "
+                  f"({IDENTIFY_CTS * seal_mul_relin / (im + idc):.1f}x)." if seal_mul_relin else ".")]
 
 login_e2e = os.environ.get("LOGIN_E2E_ROWS", "").strip()
 if login_e2e:
