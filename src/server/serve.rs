@@ -264,7 +264,7 @@ fn load_service(
     let sk = sk.map_err(|e| format!("{}: {e}", path.display()))?;
     let pk = PublicKey::new(&sk).map_err(|e| e.to_string())?;
     let galleries = gallery::Galleries::new(params, args.dim, args.quotas());
-    load_galleries(&galleries, store)?;
+    load_galleries(&galleries, store, |_| Ok(()))?;
     Ok(api::Service {
         identifier: Identifier::new(params, args.dim).map_err(|e| e.to_string())?,
         galleries,
@@ -302,21 +302,16 @@ fn login_galleries(
             .insert_empty(&row.gallery)
             .map_err(|e| e.message)?;
     }
-    let mut keyless = None;
-    store
-        .for_each_gallery_row(|row| {
-            if keys.get(row.gallery).is_none() {
-                keyless = Some(row.gallery.to_string());
-            }
-            Ok::<_, String>(())
-        })
-        .map_err(|e| e.to_string())??;
-    if let Some(g) = keyless {
-        return Err(format!(
-            "gallery {g} was made under a service key: run with --decider local --service-key, or delete it (blindmatch-server offline tools) before login mode"
-        ));
+    // One pass over the rows: a row of a gallery with no key stops it.
+    load_galleries(&galleries, store, |row| {
+        match keys.get(row.gallery) {
+        Some(_) => Ok(()),
+        None => Err(format!(
+            "gallery {} was made under a service key: run with --decider local --service-key, or delete it (blindmatch-server offline tools) before login mode",
+            row.gallery
+        )),
     }
-    load_galleries(&galleries, store)?;
+    })?;
     Ok(api::Service {
         identifier: Identifier::new(params, args.dim).map_err(|e| e.to_string())?,
         galleries,
@@ -326,11 +321,18 @@ fn login_galleries(
 
 /// The stored gallery rows into `galleries`, row by row, a chunk parsed at
 /// a time (see `gallery::Loader`): the stored gallery is never in memory
-/// beside the parsed one.
-fn load_galleries(galleries: &gallery::Galleries, store: &Store) -> Result<(), String> {
+/// beside the parsed one. `check` may refuse a row, which stops the load.
+fn load_galleries(
+    galleries: &gallery::Galleries,
+    store: &Store,
+    check: impl Fn(&store::GalleryRowRef<'_>) -> Result<(), String>,
+) -> Result<(), String> {
     let mut loader = galleries.loader();
     store
-        .for_each_gallery_row(|row| loader.add(row))
+        .for_each_gallery_row(|row| {
+            check(&row)?;
+            loader.add(row)
+        })
         .map_err(|e| e.to_string())??;
     loader.finish()?;
     let (g, t) = galleries.stats();

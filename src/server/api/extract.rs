@@ -35,6 +35,21 @@ pub fn check_name(name: &str) -> ApiResult<()> {
     }
 }
 
+/// Longest `aud` and `nonce` a verdict or an identification may name.
+pub const MAX_CLAIM_LEN: usize = 256;
+
+/// A claim the caller names (`aud`, `nonce`; `what` says which): 1 to
+/// [`MAX_CLAIM_LEN`] printable characters, else 400 `bad_query`.
+pub fn check_claim(what: &str, value: &str) -> ApiResult<()> {
+    if value.is_empty() || value.len() > MAX_CLAIM_LEN || value.chars().any(char::is_control) {
+        return Err(ApiError::new(
+            ErrorCode::BadQuery,
+            format!("{what}: 1 to {MAX_CLAIM_LEN} printable characters"),
+        ));
+    }
+    Ok(())
+}
+
 /// The path parameter `key`, percent-decoded, as a checked name.
 async fn path_name<S: Send + Sync>(parts: &mut Parts, state: &S, key: &str) -> ApiResult<String> {
     let Path(params) = Path::<Vec<(String, String)>>::from_request_parts(parts, state).await?;

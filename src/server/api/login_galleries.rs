@@ -36,7 +36,7 @@ use super::extract::{BinaryBody, CiphertextBody, GalleryName};
 use super::galleries::{octets, GalleryState};
 use super::state::to_completion;
 use super::wire::parse_fresh_ciphertext;
-use super::{ApiError, ApiResult, ErrorCode, ServiceKeys};
+use super::{check_claim, ApiError, ApiResult, ErrorCode, ServiceKeys};
 
 fn parts(st: &GalleryState) -> ApiResult<(&Arc<Login>, &GalleryKeys)> {
     match (&st.app.login, &st.service.keys) {
@@ -167,7 +167,7 @@ pub(super) async fn identify(
     let (login, keys) = parts(&st)?;
     let Query(q) = query?;
     login.check_audience(&q.aud)?;
-    login.check_claim("nonce", &q.nonce)?;
+    check_claim("nonce", &q.nonce)?;
     if q.top_k == 0 || q.top_k > MAX_TOP_K {
         return Err(ApiError::new(
             ErrorCode::BadTopK,
@@ -198,6 +198,8 @@ pub(super) async fn identify(
         .compute(move || -> ApiResult<Vec<u8>> {
             let probe = parse_fresh_ciphertext(&app.params, "probe", &body)?;
             let v = &app.verifier;
+            // The product is symmetric: the probe takes the template's place
+            // and is prepared once for the whole gallery.
             let prepared = v.prepare_template(&probe)?;
             let list = svc.galleries.with(&g, |gal| {
                 let replies = gal

@@ -42,7 +42,7 @@ mod wire;
 
 pub use code::ErrorCode;
 pub use error::{ApiError, ApiResult};
-pub use extract::{check_name, MAX_NAME_LEN};
+pub use extract::{check_claim, check_name, MAX_CLAIM_LEN, MAX_NAME_LEN};
 pub use gate::Gate;
 pub use meta::params_description;
 pub use origin::BrowserPolicy;

@@ -31,10 +31,12 @@ use crate::matching::ScoreReply;
 use crate::server::api::extract::{
     drain, BinaryBody, CiphertextLimit, RepliesLimit, ReplyLimit, RouteLimit,
 };
-use crate::server::api::{check_name, frame_keys, ApiError, ApiResult, ErrorCode, Limits};
+use crate::server::api::{
+    check_claim, check_name, frame_keys, ApiError, ApiResult, ErrorCode, Limits,
+};
 
 use super::identify::IdentifyRequest;
-use super::{replies, DecideError, Decider, KeyLabel, Request as VerdictRequest};
+use super::{replies, DecideError, Decider, KeyKind, KeyLabel, Request as VerdictRequest};
 
 pub const HEALTHZ: &str = "/healthz";
 pub const JWKS: &str = "/.well-known/jwks.json";
@@ -46,9 +48,6 @@ pub const ERASURES: &str = "/v1/erasures";
 /// The header carrying the decider's signed statement of a user's public
 /// key (from the decider to the matcher, and from the matcher to the page).
 pub const KEY_STATEMENT_HEADER: &str = "x-key-statement";
-
-/// Longest `aud` and `nonce` accepted.
-const MAX_CLAIM_LEN: usize = 256;
 
 /// The decider process's state.
 #[derive(Debug)]
@@ -184,7 +183,7 @@ async fn user_keys(
     let Path(user) = path?;
     let Query(q) = query?;
     check_name(&user)?;
-    keys_answer(st, move |name| KeyLabel::user(name, q.epoch), user).await
+    keys_answer(st, KeyKind::User, user, q.epoch).await
 }
 
 async fn gallery_keys(
@@ -196,18 +195,23 @@ async fn gallery_keys(
     let Path(gallery) = path?;
     let Query(q) = query?;
     check_name(&gallery)?;
-    keys_answer(st, move |name| KeyLabel::gallery(name, q.epoch), gallery).await
+    keys_answer(st, KeyKind::Gallery, gallery, q.epoch).await
 }
 
-/// The keys framing of `label(name)`'s public and relinearization keys,
-/// with the decider's key statement in its header.
+/// The keys framing of `name`'s public and relinearization keys of
+/// `epoch`, with the decider's key statement in its header.
 async fn keys_answer(
     st: Arc<DeciderState>,
-    label: impl FnOnce(&str) -> KeyLabel<'_> + Send + 'static,
+    kind: KeyKind,
     name: String,
+    epoch: u32,
 ) -> ApiResult<impl IntoResponse> {
     let work = tokio::task::spawn_blocking(move || {
-        let label = label(&name);
+        let label = KeyLabel {
+            kind,
+            name: &name,
+            epoch,
+        };
         let (pk, rk) = st
             .decider
             .matcher_keys(&label)
@@ -283,17 +287,10 @@ async fn verdict(
     Ok(Json(VerdictReply { verdict }))
 }
 
-/// `aud` and `nonce`: 1 to [`MAX_CLAIM_LEN`] printable characters.
+/// `aud` and `nonce`: valid claims ([`check_claim`]).
 fn check_claims(aud: &str, nonce: &str) -> ApiResult<()> {
-    for (what, v) in [("aud", aud), ("nonce", nonce)] {
-        if v.is_empty() || v.len() > MAX_CLAIM_LEN || v.chars().any(char::is_control) {
-            return Err(ApiError::new(
-                ErrorCode::BadQuery,
-                format!("{what}: 1 to {MAX_CLAIM_LEN} printable characters"),
-            ));
-        }
-    }
-    Ok(())
+    check_claim("aud", aud)?;
+    check_claim("nonce", nonce)
 }
 
 /// Why the decider gives no answer, as an HTTP error.

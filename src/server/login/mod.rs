@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 
-use crate::server::api::{ApiError, ApiResult, ErrorCode};
+use crate::server::api::{check_claim, ApiError, ApiResult, ErrorCode};
 use crate::server::verdict::{Claims, Outcome, PublicKeys};
 
 pub use decider_client::{DeciderClient, DeciderError, IdentificationQuery, VerdictQuery};
@@ -33,9 +33,6 @@ pub use throttle::{Refusal, Throttle};
 const JWKS_TTL: Duration = Duration::from_secs(300);
 /// A verdict presented as a credential must be at most this old.
 pub const VERDICT_CREDENTIAL_AGE: u64 = 300;
-
-/// Longest `aud` and `nonce` a verdict may name.
-pub const MAX_CLAIM_LEN: usize = 256;
 
 /// What a login challenge is bound to besides its user.
 #[derive(Clone, Debug)]
@@ -75,29 +72,17 @@ impl Login {
         }
     }
 
-    /// Refuses an `aud` (or `nonce`, `what`) that is not 1 to
-    /// [`MAX_CLAIM_LEN`] printable characters, and (`aud` only) one none of
-    /// the `--audience` values when there are some.
-    pub fn check_claim(&self, what: &str, value: &str) -> ApiResult<()> {
-        if value.is_empty() || value.len() > MAX_CLAIM_LEN || value.chars().any(char::is_control) {
-            return Err(ApiError::new(
-                ErrorCode::BadQuery,
-                format!("{what}: 1 to {MAX_CLAIM_LEN} printable characters"),
-            ));
-        }
-        if what == "aud" && !self.audiences.is_empty() && !self.audiences.iter().any(|a| a == value)
-        {
+    /// Refuses an `aud` that is not a valid claim ([`check_claim`]), or
+    /// one none of the `--audience` values when there are some.
+    pub fn check_audience(&self, aud: &str) -> ApiResult<()> {
+        check_claim("aud", aud)?;
+        if !self.audiences.is_empty() && !self.audiences.iter().any(|a| a == aud) {
             return Err(ApiError::new(
                 ErrorCode::BadQuery,
                 "aud is none of the matcher's --audience values",
             ));
         }
         Ok(())
-    }
-
-    /// [`Self::check_claim`] for `aud`.
-    pub fn check_audience(&self, aud: &str) -> ApiResult<()> {
-        self.check_claim("aud", aud)
     }
 
     /// The decider's JWK set (from memory for [`JWKS_TTL`]), and its keys.
