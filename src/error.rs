@@ -197,6 +197,12 @@ pub enum MatchError {
     /// A quantized vector's norm would let an inner product wrap mod t.
     #[error("quantized squared norm {norm2} exceeds {max}: inner products could wrap modulo t")]
     NormTooLarge { norm2: i64, max: i64 },
+    /// A quantized component outside the quantizer's levels.
+    #[error("quantized component {index} is {value}, outside the quantizer's levels")]
+    OutOfRange { index: usize, value: i32 },
+    /// Not one one-hot ciphertext per sample and ciphertext of the layout.
+    #[error("expected {expected} one-hot ciphertexts, got {found}")]
+    OneHotCount { expected: usize, found: usize },
     /// More templates than fit in one ciphertext.
     #[error("{actual} templates do not fit in one ciphertext (at most {max})")]
     TooManyTemplates { max: usize, actual: usize },

@@ -9,7 +9,7 @@
 use blindmatch::bfv::{
     CoefficientEncoder, Evaluator, Params, Prng, PublicKey, RelinKey, SecretKey,
 };
-use blindmatch::matching::{client, max_scale, pack, Quantizer, ScoreReply, Verifier};
+use blindmatch::matching::{client, pack, Quantizer, ScoreReply, Verifier};
 use proptest::prelude::*;
 
 const DIM: usize = 128;
@@ -43,7 +43,7 @@ fn chi_square_uniform(values: &[i64], t: i64) -> f64 {
 
 /// A face-like embedding from `rng`, or one of the extreme vectors.
 fn embedding(rng: &mut Prng, kind: usize) -> Vec<f32> {
-    let s = max_scale(DIM, 65537) as f32;
+    let s = Quantizer::new(&Params::auth4096(), DIM).unwrap().scale() as f32;
     let halfway = (0.5 + 1e-3) / s * (DIM as f32).sqrt();
     match kind {
         0 => (0..DIM).map(|i| if i == 3 { 1.0 } else { 0.0 }).collect(),

@@ -215,6 +215,30 @@ impl PublicKey {
     }
 }
 
+impl PublicKey {
+    /// A fresh encryption of `pt` over every prime whose noise is flooded at
+    /// `positions` ([`PkEncryptionParts::flood`], `2^-k` of a step): added
+    /// to a ciphertext under this key, it re-randomizes it and hides its own
+    /// noise at those positions from whoever decrypts.
+    pub(crate) fn encrypt_flooded_with(
+        &self,
+        pt: &Plaintext,
+        positions: impl Iterator<Item = usize>,
+        k: u32,
+        rng: &mut Prng,
+    ) -> Ciphertext {
+        let limbs = self.params.limbs();
+        let plans = &self.params.plans_q()[..limbs];
+        let mut parts = PkEncryptionParts::sample(self, rng, pt, limbs);
+        parts.flood(&self.params, positions, k, rng);
+        let PkEncryptionParts { coeff: [e1, e2], u } = parts;
+        let mut c0 = e1.into_ntt(plans);
+        let mut c1 = e2.into_ntt(plans);
+        add_key_terms(self, &u, &mut c0, &mut c1);
+        Ciphertext::new(&self.params, vec![c0, c1])
+    }
+}
+
 /// `(p0·u + e1 + Δ·pt, p1·u + e2)` with ternary `u` (the message joins `e1`
 /// before the NTT, as in [`encrypt_sk`]).
 fn encrypt_pk(

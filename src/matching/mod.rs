@@ -17,12 +17,13 @@ mod quantize;
 mod reply;
 mod reply_wire;
 mod verify;
+pub mod wellformed;
 #[cfg(test)]
 mod worst_case;
 
 pub use client::Scores;
 pub use identify::{Erasure, Gallery, Identifier, Match};
-pub use quantize::{max_scale, Quantizer, DIMENSIONS};
+pub use quantize::{levels, Quantizer, CLIP_SIGMAS, DIMENSIONS};
 pub use reply::ScoreReply;
 pub use reply_wire::max_len;
 pub use verify::{Verifier, DECIDER_FLOOD_BITS};

@@ -4,7 +4,7 @@
 use super::oracle::Rng;
 use blindmatch::bfv::{CoefficientEncoder, Params, Prng, PublicKey, RelinKey, SecretKey};
 use blindmatch::matching::{
-    client, max_scale, pack, Gallery, Identifier, Quantizer, ScoreReply, Verifier, DIMENSIONS,
+    client, pack, Gallery, Identifier, Quantizer, ScoreReply, Verifier, DIMENSIONS,
 };
 use blindmatch::{FormatError, MatchError};
 
@@ -29,7 +29,7 @@ fn extreme_embeddings(d: usize) -> Vec<Vec<f32>> {
         .map(|i| if i % 2 == 0 { 1.0 } else { -1.0 })
         .collect();
     let flat_pos = vec![1.0f32; d];
-    let s = max_scale(d, 65537) as f32;
+    let s = Quantizer::new(&Params::auth4096(), d).unwrap().scale() as f32;
     // Components that land just above .5 after scaling, so every one rounds up.
     let x = (0.5 + 1e-3) / s * (d as f32).sqrt();
     let halfway: Vec<f32> = (0..d).map(|i| if i == 0 { 1.0 } else { x }).collect();
@@ -45,7 +45,7 @@ suite_test! {
         let params = Params::auth4096();
         assert_eq!(
             DIMENSIONS.map(|d| Quantizer::new(&params, d).unwrap().scale()),
-            [177, 175, 173, 169]
+            [65, 47, 67, 64]
         );
         assert!(matches!(Quantizer::new(&params, 100), Err(MatchError::UnsupportedDimension { dim: 100 })));
         let q = Quantizer::new(&params, 128).unwrap();
@@ -77,7 +77,8 @@ suite_test! {
             for a in &vs {
                 let n2 = dot(a, a);
                 assert!(n2 <= q.max_norm2(), "d={d}: norm² {n2}");
-                assert!(a.iter().all(|&x| x.unsigned_abs() <= q.scale()));
+                let (lo, hi) = q.range();
+                assert!(a.iter().all(|&x| (lo..=hi).contains(&x)));
                 for b in &vs {
                     assert!(dot(a, b).abs() <= half_t);
                 }
@@ -156,7 +157,7 @@ suite_test! {
                 let want: Vec<i64> = tq.iter().map(|t| dot(t, &pq)).collect();
                 assert_eq!(got.scores, want, "round {round} relin {}", relin.is_some());
                 for (c, w) in got.cosines.iter().zip(&want) {
-                    assert!((c - *w as f64 / (175.0 * 175.0)).abs() < 1e-12);
+                    assert!((c - *w as f64 / (47.0 * 47.0)).abs() < 1e-12);
                 }
                 let budget = sk.noise_budget(&reply).unwrap();
                 worst_budget = worst_budget.min(budget);
