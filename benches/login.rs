@@ -10,8 +10,15 @@
 //!   (Ed25519 JWS).
 //! * `login/decider_key_derivation`: of which deriving the user's secret key
 //!   from the master secret.
-//! * `login/total`: both, one after the other.
-//! * `login/total_allcores_x64`: 64 whole logins spread over every core (a
+//! * `login/total`: both, one after the other. These three are the score
+//!   part alone (plain verify: no well-formedness checks; the decider reads
+//!   the scores and signs).
+//! * `login/hardened_matcher`, `login/hardened_decider`,
+//!   `login/hardened_total`: a login as it runs, with the probe's
+//!   well-formedness checks (docs/PROTOCOL.md, "Well-formed embeddings"):
+//!   the matcher also computes the bits, sum and norm replies; the decider
+//!   judges them before it reads a score.
+//! * `login/total_allcores_x64`: 64 whole hardened logins spread over every core (a
 //!   verdict rate: 64 / this time).
 //! * `login/identify_1k_matcher`: 1:N in login mode, the matcher's part for
 //!   a gallery of 1,024 templates (32 ciphertexts) on one core: the
@@ -25,6 +32,7 @@
 //! from the same run.
 
 use blindmatch::bfv::{Params, Prng, PublicKey, RelinKey};
+use blindmatch::matching::wellformed::{frame, split, CheckReplies, Checker, Packed};
 use blindmatch::matching::{client, Quantizer, ScoreReply, Verifier};
 use blindmatch::server::decider::identify::IdentifyRequest;
 use blindmatch::server::decider::replies::{self, Candidate};
@@ -71,6 +79,12 @@ fn login(c: &mut Criterion) {
         audience: "https://app.example",
         nonce: "challenge-0123456789",
         samples: 5,
+        template_checked: true,
+    };
+    let no_checks = CheckReplies {
+        bits: vec![],
+        sums: vec![],
+        norms: vec![],
     };
     let matcher = |rng: &mut Prng| {
         let reply = verifier
@@ -80,16 +94,51 @@ fn login(c: &mut Criterion) {
     };
     let decide = |bytes: &[u8]| {
         let reply = ScoreReply::from_bytes(&params, bytes).unwrap();
-        decider.decide(&request, &reply, 1_796_000_000).unwrap()
+        decider
+            .decide(&request, &reply, &no_checks, 1_796_000_000)
+            .unwrap()
     };
     let sent = matcher(&mut rng);
     assert!(decide(&sent).contains('.'));
+    // Hardened: the probe's bundle, its checks, the decider's judgement.
+    let bundle = client::encrypt_probe_bundle(&pk, &q, &faces[2], &mut rng).unwrap();
+    let checker = Checker::new(&params, DIM).unwrap();
+    let hardened_matcher = |rng: &mut Prng| {
+        let reply = verifier
+            .verify_prepared_with(&prepared, &bundle.packed, &pk, Some(&rk), rng)
+            .unwrap();
+        let reply = verifier.compact(&reply).unwrap().to_bytes();
+        let checks = checker
+            .check_with(&bundle.packed, Packed::Probe, &bundle.one_hot, &pk, &rk, rng)
+            .unwrap()
+            .items();
+        frame(std::iter::once(reply.as_slice()).chain(checks.iter().map(|c| c.as_slice())))
+    };
+    let hardened_decide = |bytes: &[u8]| {
+        let items = split(bytes).unwrap();
+        let reply = ScoreReply::from_bytes(&params, items[0]).unwrap();
+        let checks = CheckReplies::from_items(&params, &items[1..], 1, 1).unwrap();
+        decider
+            .decide(&request, &reply, &checks, 1_796_000_000)
+            .unwrap()
+    };
+    let hardened = hardened_matcher(&mut rng);
+    assert!(hardened_decide(&hardened).contains('.'));
 
     let mut g = c.benchmark_group("login");
     g.sample_size(20);
     g.bench_function("matcher", |b| b.iter(|| black_box(matcher(&mut rng))));
     g.bench_function("decider", |b| {
         b.iter(|| black_box(decide(black_box(&sent))))
+    });
+    g.bench_function("hardened_matcher", |b| {
+        b.iter(|| black_box(hardened_matcher(&mut rng)))
+    });
+    g.bench_function("hardened_decider", |b| {
+        b.iter(|| black_box(hardened_decide(black_box(&hardened))))
+    });
+    g.bench_function("hardened_total", |b| {
+        b.iter(|| black_box(hardened_decide(&hardened_matcher(&mut rng))))
     });
     g.bench_function("decider_key_derivation", |b| {
         b.iter(|| black_box(master.secret_key(&params, black_box(&label))))
@@ -101,7 +150,7 @@ fn login(c: &mut Criterion) {
         b.iter(|| {
             (0..BATCH as u8).into_par_iter().for_each(|i| {
                 let mut rng = Prng::from_seed([i; 32]);
-                black_box(decide(&matcher(&mut rng)));
+                black_box(hardened_decide(&hardened_matcher(&mut rng)));
             })
         })
     });

@@ -21,6 +21,10 @@ export class BlindmatchWorker {
   relinKey(handle: KeysHandle): Promise<Uint8Array>;
   encryptTemplates(handle: KeysHandle, embeddings: Float32Array[], dim?: number): Promise<Uint8Array>;
   encryptProbe(handle: KeysHandle, embedding: Float32Array, dim?: number): Promise<Uint8Array>;
+  /** Login mode (a `fromPublicKey` handle): a template with each sample's one-hot ciphertexts, for `ServerClient.enroll`. */
+  encryptTemplateBundle(handle: KeysHandle, embeddings: Float32Array[], dim?: number): Promise<Uint8Array>;
+  /** Login mode (a `fromPublicKey` handle): a probe with its one-hot ciphertexts, for `ServerClient.login`. */
+  encryptProbeBundle(handle: KeysHandle, embedding: Float32Array, dim?: number): Promise<Uint8Array>;
   decryptScores(handle: KeysHandle, reply: Uint8Array, count?: number, dim?: number): Promise<Scores>;
   free(handle: KeysHandle): Promise<null>;
   terminate(): void;

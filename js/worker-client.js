@@ -148,6 +148,12 @@ export class BlindmatchWorker {
   encryptProbe(handle, embedding, dim = 128) {
     return this.#call('encryptProbe', [handle, embedding, dim]);
   }
+  encryptTemplateBundle(handle, embeddings, dim = 128) {
+    return this.#call('encryptTemplateBundle', [handle, embeddings, dim]);
+  }
+  encryptProbeBundle(handle, embedding, dim = 128) {
+    return this.#call('encryptProbeBundle', [handle, embedding, dim]);
+  }
   decryptScores(handle, reply, count, dim) {
     return this.#call('decryptScores', [handle, reply, count, dim]);
   }

@@ -31,6 +31,13 @@ function secretFor(handle, op) {
   return k;
 }
 
+/** The public-key encryptor behind `handle` (from fromPublicKey). */
+function encryptorFor(handle, op) {
+  const k = keysFor(handle);
+  if (!(k instanceof PublicKeyEncryptor)) throw new Error(`${op}: handle ${handle} is not a public key (fromPublicKey)`);
+  return k;
+}
+
 function params(name) {
   if (name === undefined || name === 'auth4096') return Params.auth4096();
   throw new Error(`unknown parameter preset ${String(name)} (only 'auth4096')`);
@@ -78,6 +85,14 @@ const ops = {
   },
   encryptProbe(handle, embedding, dim) {
     return keysFor(handle).encryptProbe(embedding, dim);
+  },
+  // Login mode: the bundles the matcher takes (a template or probe with its
+  // one-hot ciphertexts, which the decider checks).
+  encryptTemplateBundle(handle, embeddings, dim) {
+    return encryptorFor(handle, 'encryptTemplateBundle').encryptTemplateBundle(embeddings, dim);
+  },
+  encryptProbeBundle(handle, embedding, dim) {
+    return encryptorFor(handle, 'encryptProbeBundle').encryptProbeBundle(embedding, dim);
   },
   decryptScores(handle, reply, count, dim) {
     return secretFor(handle, 'decryptScores').decryptScores(reply, count, dim);

@@ -123,6 +123,9 @@ pub enum FormatError {
     /// A format version this build cannot read.
     #[error("format version {found} is not supported (this build reads version {supported})")]
     UnsupportedVersion { found: u16, supported: u16 },
+    /// A single object where a list (docs/FORMAT.md, "Lists") is expected.
+    #[error("a single blindmatch object where a list (a bundle: the packed ciphertext and its one-hot ciphertexts) is expected")]
+    NotAList,
     /// The object kind byte names another kind (or none).
     #[error("object kind {found} where kind {expected} was expected")]
     WrongKind { expected: u8, found: u8 },

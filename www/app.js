@@ -280,8 +280,8 @@ async function registerWithTicket() {
     handle = await encryptorFor(rows, name);
     setBusy(`Encrypting ${list.length} capture${list.length > 1 ? 's' : ''} under your public key…`);
     const template = await timed(rows, `Encrypt ${list.length} sample${list.length > 1 ? 's' : ''}`,
-      () => worker.encryptTemplates(handle, list, server.dimension), (t) => t.length);
-    setBusy('Enrolling the encrypted template with the ticket…');
+      () => worker.encryptTemplateBundle(handle, list, server.dimension), (t) => t.length);
+    setBusy('Enrolling the encrypted template with the ticket (the decider checks it is a valid embedding)…');
     await timed(rows, 'Upload template', () => api.enroll(name, template, list.length, { ticket }), template.length);
   } finally {
     if (handle !== undefined) await worker.free(handle).catch(() => {});
@@ -301,8 +301,8 @@ async function loginWithVerdict() {
     const { challenge } = await timed(rows, 'Challenge (relying party)', () => rpCall('/rp/challenge', { user: name }));
     handle = await encryptorFor(rows, name);
     setBusy('Encrypting a fresh capture…');
-    const probe = await timed(rows, 'Encrypt probe', () => worker.encryptProbe(handle, list[0], server.dimension), (p) => p.length);
-    setBusy('Matching under encryption; the decider signs the verdict…');
+    const probe = await timed(rows, 'Encrypt probe and its one-hot encoding', () => worker.encryptProbeBundle(handle, list[0], server.dimension), (p) => p.length);
+    setBusy('Matching and checking under encryption; the decider signs the verdict…');
     verdict = await timed(rows, 'Login (matcher + decider)', () => api.login(name, challenge, probe));
   } finally {
     if (handle !== undefined) await worker.free(handle).catch(() => {});

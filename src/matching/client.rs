@@ -10,6 +10,7 @@ use crate::error::MatchError;
 
 use super::pack::{pack_probe, pack_templates, read_scores};
 use super::quantize::Quantizer;
+use super::wellformed::{Bundle, OneHot};
 use super::ScoreReply;
 
 /// Scores read from a decrypted reply.
@@ -69,6 +70,38 @@ pub fn encrypt_probe_public(
 ) -> Result<Ciphertext, MatchError> {
     let pt = pack_probe(pk.params(), &q.quantize(embedding)?)?;
     Ok(pk.encrypt_with(&pt, rng)?)
+}
+
+/// Encrypts a login probe under a user's public key with its one-hot
+/// ciphertexts (login mode: the decider accepts only a well-formed probe).
+pub fn encrypt_probe_bundle(
+    pk: &PublicKey,
+    q: &Quantizer,
+    embedding: &[f32],
+    rng: &mut Prng,
+) -> Result<Bundle, MatchError> {
+    let a = q.quantize(embedding)?;
+    let packed = pk.encrypt_with(&pack_probe(pk.params(), &a)?, rng)?;
+    let one_hot = OneHot::new(pk.params(), q)?.encrypt(pk, &a, rng)?;
+    Ok(Bundle { packed, one_hot })
+}
+
+/// Encrypts up to `n/d` embeddings into one template under a user's public
+/// key, with each sample's one-hot ciphertexts (login mode enrollment).
+pub fn encrypt_template_bundle(
+    pk: &PublicKey,
+    q: &Quantizer,
+    embeddings: &[&[f32]],
+    rng: &mut Prng,
+) -> Result<Bundle, MatchError> {
+    let quantized = quantize_all(q, embeddings)?;
+    let packed = pk.encrypt_with(&pack_templates(pk.params(), q.dim(), &quantized)?, rng)?;
+    let layout = OneHot::new(pk.params(), q)?;
+    let mut one_hot = Vec::new();
+    for a in &quantized {
+        one_hot.extend(layout.encrypt(pk, a, rng)?);
+    }
+    Ok(Bundle { packed, one_hot })
 }
 
 /// Decrypts a compact reply (what a server sends for a relinearized

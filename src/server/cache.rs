@@ -22,6 +22,8 @@ pub struct Loaded {
     pub count: u32,
     /// Login mode: the decider's key epoch (`None`: keys the user holds).
     pub key_epoch: Option<u32>,
+    /// Login mode: whether the template passed the decider's check.
+    pub template_checked: bool,
 }
 
 impl std::fmt::Debug for Loaded {

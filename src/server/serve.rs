@@ -82,7 +82,10 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     let state = Arc::new(AppState {
         audit,
         cache: cache::UserCache::new(args.cache_users),
-        limits: Limits::new(&params),
+        limits: match &login {
+            Some(_) => Limits::new(&params).for_login_mode(&params),
+            None => Limits::new(&params),
+        },
         quotas: args.quotas(),
         params,
         dim: args.dim,
@@ -208,6 +211,8 @@ fn login_mode(
         ),
         args.audiences.clone(),
         RateLimit::new(args.identify_rate),
+        crate::matching::wellformed::Checker::new(&params(), args.dim)
+            .map_err(|e| format!("well-formedness checks: {e}"))?,
     ))))
 }
 

@@ -261,6 +261,45 @@ encrypt_methods!(JsPublicKeyEncryptor, "PublicKeyEncryptor", pk,
         /// key holder reads the scores.
 );
 
+#[wasm_bindgen(js_class = PublicKeyEncryptor)]
+impl JsPublicKeyEncryptor {
+    /// Login mode: encrypts up to n/dim embeddings into one template under
+    /// the user's public key, with each sample's one-hot ciphertexts, in the
+    /// bundle framing the matcher's template upload takes (docs/FORMAT.md).
+    /// The decider checks that every sample is a well-formed embedding
+    /// before the template is stored.
+    #[wasm_bindgen(js_name = encryptTemplateBundle)]
+    pub fn encrypt_template_bundle(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Float32Array[]")] embeddings: &JsValue,
+        dim: f64,
+    ) -> Result<Uint8Array, JsError> {
+        const C: &str = "PublicKeyEncryptor.encryptTemplateBundle";
+        let q = quantizer(C, &self.params, dim)?;
+        let e = embeddings_in(C, &self.params, &q, embeddings)?;
+        let b = client::encrypt_template_bundle(&self.pk, &q, &as_slices(&e), &mut rng(C)?)
+            .map_err(|e| err(C, e))?;
+        Ok(Uint8Array::from(b.to_bytes().as_slice()))
+    }
+
+    /// Login mode: encrypts a probe (a `Float32Array` of length `dim`) under
+    /// the user's public key with its one-hot ciphertexts, the bundle the
+    /// login route takes. About 178 KB at d = 128.
+    #[wasm_bindgen(js_name = encryptProbeBundle)]
+    pub fn encrypt_probe_bundle(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "Float32Array")] embedding: &JsValue,
+        dim: f64,
+    ) -> Result<Uint8Array, JsError> {
+        const C: &str = "PublicKeyEncryptor.encryptProbeBundle";
+        let q = quantizer(C, &self.params, dim)?;
+        let e = f32_in(C, "embedding", embedding, q.dim())?;
+        let b = client::encrypt_probe_bundle(&self.pk, &q, &e, &mut rng(C)?)
+            .map_err(|e| err(C, e))?;
+        Ok(Uint8Array::from(b.to_bytes().as_slice()))
+    }
+}
+
 /// The server's 1:1 step: template × probe, masked, re-randomized and
 /// switched down. For Node services and tests; a browser must never act as
 /// the verifier of its own login.

@@ -3,6 +3,7 @@
 //! against the decider's JWK set, and the refusals.
 
 use crate::harness::*;
+use blindmatch::matching::wellformed::{frame, Checker, Packed};
 use blindmatch::matching::Verifier;
 use blindmatch::server::split_keys;
 
@@ -13,6 +14,16 @@ fn call_as(method: &str, url: &str, token: Option<&str>, body: Option<&[u8]>) ->
         .map(|b| ("authorization", b.as_str()))
         .collect();
     call_with(method, url, &headers, body)
+}
+
+/// A JWS's claims, unverified (the signature is `jose`'s to check).
+fn claims_of(jws: &str) -> serde_json::Value {
+    use base64::Engine as _;
+    let payload = jws.split('.').nth(1).unwrap();
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
 }
 
 #[test]
@@ -49,21 +60,63 @@ fn the_decider_signs_verdicts_only_for_the_matcher() {
     let face = embedding(&mut rng);
     let samples = [near(&face, &mut rng), near(&face, &mut rng)];
     let refs: Vec<&[f32]> = samples.iter().map(|s| s.as_slice()).collect();
-    let template = client::encrypt_templates_public(&pk, &q, &refs, &mut rng).unwrap();
+    let bundle = client::encrypt_template_bundle(&pk, &q, &refs, &mut rng).unwrap();
+    let template = bundle.packed.clone();
     let verifier = Verifier::for_decider(&params, DIM).unwrap();
+    let checker = Checker::new(&params, DIM).unwrap();
+    // The matcher's request: the score reply, then the probe's checks.
     let reply = |probe: &[f32], rng: &mut Prng| {
-        let p = client::encrypt_probe_public(&pk, &q, probe, rng).unwrap();
+        let p = client::encrypt_probe_bundle(&pk, &q, probe, rng).unwrap();
         let r = verifier
-            .verify_with(&template, &p, &pk, Some(&rk), rng)
+            .verify_with(&template, &p.packed, &pk, Some(&rk), rng)
             .unwrap();
-        verifier.compact(&r).unwrap().to_bytes()
+        let checks = checker
+            .check_with(&p.packed, Packed::Probe, &p.one_hot, &pk, &rk, rng)
+            .unwrap()
+            .items();
+        let reply = verifier.compact(&r).unwrap().to_bytes();
+        frame(std::iter::once(reply.as_slice()).chain(checks.iter().map(|c| c.as_slice())))
     };
     let verdicts = |query: &str| format!("{u}/v1/verdicts?{query}");
     let ask = |user: &str, nonce: &str| {
         verdicts(&format!(
-            "user={user}&epoch=3&samples=2&aud={APP}&nonce={nonce}"
+            "user={user}&epoch=3&samples=2&aud={APP}&nonce={nonce}&template_checked=true"
         ))
     };
+
+    // The template's checks, as the matcher sends them at enrollment.
+    let checks_url = format!("{u}/v1/template-checks?user=alice&epoch=3&samples=2");
+    let template_checks = |b: &blindmatch::matching::wellformed::Bundle, rng: &mut Prng| {
+        let kind = Packed::Template { samples: 2 };
+        let items = checker
+            .check_with(&b.packed, kind, &b.one_hot, &pk, &rk, rng)
+            .unwrap()
+            .items();
+        frame(items.iter().map(|i| i.as_slice()))
+    };
+    let good = template_checks(&bundle, &mut rng);
+    call_as("POST", &checks_url, None, Some(&good)).expect_error(401, "unauthorized");
+    let r = call_as("POST", &checks_url, Some(&token), Some(&good));
+    assert_eq!(r.status, 204, "{}", String::from_utf8_lossy(&r.body));
+    // A template whose second sample is the first one tripled: refused.
+    let (lo, hi) = q.range();
+    let first = q.quantize(&samples[0]).unwrap();
+    let tripled: Vec<i32> = first.iter().map(|&x| (3 * x).clamp(lo, hi)).collect();
+    let layout = blindmatch::matching::wellformed::OneHot::new(&params, &q).unwrap();
+    let packed = blindmatch::matching::pack::pack_templates(&params, DIM, &[first.clone(), tripled.clone()])
+        .unwrap();
+    let mut one_hot = layout.encrypt(&pk, &first, &mut rng).unwrap();
+    one_hot.extend(layout.encrypt(&pk, &tripled, &mut rng).unwrap());
+    let scaled = blindmatch::matching::wellformed::Bundle {
+        packed: pk.encrypt_with(&packed, &mut rng).unwrap(),
+        one_hot,
+    };
+    let mut scaled_checks = template_checks(&scaled, &mut rng);
+    call_as("POST", &checks_url, Some(&token), Some(&scaled_checks))
+        .expect_error(422, "malformed_template");
+    scaled_checks.truncate(1000);
+    call_as("POST", &checks_url, Some(&token), Some(&scaled_checks))
+        .expect_error(400, "truncated");
 
     let genuine = reply(&near(&face, &mut rng), &mut rng);
     let r = call_as("POST", &ask("alice", "c1"), Some(&token), Some(&genuine));
@@ -75,6 +128,14 @@ fn the_decider_signs_verdicts_only_for_the_matcher() {
         jose(&jwks_file, &jws, APP, "c2"),
         (1, "ERR_NONCE_MISMATCH".into())
     );
+
+    // A template the matcher did not have checked: a reject, with its reason.
+    let unchecked = verdicts(&format!("user=alice&epoch=3&samples=2&aud={APP}&nonce=c6"));
+    let r = call_as("POST", &unchecked, Some(&token), Some(&genuine));
+    assert_eq!(r.status, 200);
+    let jws = r.json()["verdict"].as_str().unwrap().to_string();
+    assert_eq!(jose(&jwks_file, &jws, APP, "c6"), (2, "reject".into()));
+    assert_eq!(claims_of(&jws)["reason"], "malformed_template");
 
     let impostor = reply(&embedding(&mut rng), &mut rng);
     let r = call_as("POST", &ask("alice", "c3"), Some(&token), Some(&impostor));
@@ -100,7 +161,7 @@ fn the_decider_signs_verdicts_only_for_the_matcher() {
     .expect_error(400, "truncated");
     call_as("POST", &ask("al%21ce", "c5"), Some(&token), Some(&genuine))
         .expect_error(400, "bad_name");
-    let huge = vec![0u8; 40_000];
+    let huge = vec![0u8; 2_000_000];
     call_as("POST", &ask("alice", "c5"), Some(&token), Some(&huge))
         .expect_error(413, "body_too_large");
 

@@ -200,13 +200,13 @@ impl Browser {
 
     fn template(&mut self, samples: &[Vec<f32>]) -> Vec<u8> {
         let refs: Vec<&[f32]> = samples.iter().map(|e| e.as_slice()).collect();
-        client::encrypt_templates_public(&self.pk, &self.q, &refs, &mut self.rng)
+        client::encrypt_template_bundle(&self.pk, &self.q, &refs, &mut self.rng)
             .unwrap()
             .to_bytes()
     }
 
     fn probe(&mut self, face: &[f32]) -> Vec<u8> {
-        client::encrypt_probe_public(&self.pk, &self.q, face, &mut self.rng)
+        client::encrypt_probe_bundle(&self.pk, &self.q, face, &mut self.rng)
             .unwrap()
             .to_bytes()
     }
@@ -311,7 +311,11 @@ fn a_login_the_relying_party_verifies() {
     ] {
         call(method, &m.url(path), None).expect_error(401, "unauthorized");
     }
-    call("POST", &m.url("/v1/users/alice/verify"), Some(&probe)).expect_error(403, "login_mode");
+    // A 1:1 client's verification (a bare probe ciphertext): no scores here.
+    let bare = client::encrypt_probe_public(&b.pk, &b.q, &face, &mut b.rng)
+        .unwrap()
+        .to_bytes();
+    call("POST", &m.url("/v1/users/alice/verify"), Some(&bare)).expect_error(403, "login_mode");
     assert_eq!(m.rows(), settled);
 
     // Verdicts as the user's own credential: a fresh accept re-enrolls or
@@ -774,4 +778,93 @@ fn verdict_keys_rotate_without_breaking_verdicts() {
     std::fs::write(&m.jwks, &r.body).unwrap();
     assert_eq!(jose(&m.jwks, &old, APP, &c1).0, 1);
     assert_eq!(jose(&m.jwks, &new, APP, &c2), (0, "accept".into()));
+}
+
+/// A modified page, over HTTP: a probe bundle whose packed probe is an
+/// impostor's tripled (cosine 0.25 becomes 0.75), with a one-hot encoding
+/// that matches it or not, and a template bundle with a tripled sample.
+/// The probes get signed rejects `malformed_probe` that count towards the
+/// lockout; the template is refused (422 `malformed_template`) before its
+/// ticket is taken or anything is stored.
+#[test]
+fn modified_pages_are_refused_with_their_reason() {
+    use blindmatch::matching::pack;
+    use blindmatch::matching::wellformed::{Bundle, OneHot};
+    let _machine = shared();
+    let m = LoginMode::start(
+        "modified",
+        &["--failure-delay-ms", "0", "--lockout-failures", "3"],
+    );
+    let mut rng = Prng::from_seed([97; 32]);
+    let face = embedding(&mut rng);
+    let mut b = Browser::of_new(&m, "alice", 98);
+    let params = Params::auth4096();
+    let layout = OneHot::new(&params, &b.q).unwrap();
+    let (lo, hi) = b.q.range();
+    let tripled = |q: &Quantizer, e: &[f32]| -> Vec<i32> {
+        q.quantize(e).unwrap().iter().map(|&x| 3 * x).collect()
+    };
+    let clip = |v: &[i32]| -> Vec<i32> { v.iter().map(|&x| x.clamp(lo, hi)).collect() };
+
+    // Enrollment with a tripled second sample: refused, nothing written,
+    // the ticket still good.
+    let t = m.ticket("alice");
+    let first = b.q.quantize(&near(&face, &mut rng)).unwrap();
+    let second = clip(&tripled(&b.q, &near(&face, &mut rng)));
+    let packed = pack::pack_templates(&params, DIM, &[first.clone(), second.clone()]).unwrap();
+    let mut one_hot = layout.encrypt(&b.pk, &first, &mut b.rng).unwrap();
+    one_hot.extend(layout.encrypt(&b.pk, &second, &mut b.rng).unwrap());
+    let crafted = Bundle {
+        packed: b.pk.encrypt_with(&packed, &mut b.rng).unwrap(),
+        one_hot,
+    };
+    let before = m.rows();
+    m.put_template("alice", &format!("Ticket {t}"), &crafted.to_bytes())
+        .expect_error(422, "malformed_template");
+    // A bare ciphertext is no bundle.
+    m.put_template("alice", &format!("Ticket {t}"), &crafted.packed.to_bytes())
+        .expect_error(400, "wrong_kind");
+    assert_eq!(m.rows(), before);
+    let body = b.template(&[near(&face, &mut rng), near(&face, &mut rng)]);
+    let r = m.put_template("alice", &format!("Ticket {t}"), &body);
+    assert_eq!(r.status, 204, "the ticket was not taken: {}", String::from_utf8_lossy(&r.body));
+
+    // Logins from the modified page: signed rejects with their reason.
+    let impostor = embedding(&mut rng);
+    let a = b.q.quantize(&impostor).unwrap();
+    let probe = |packed: &[i32], one_hot: &[i32], b: &mut Browser| {
+        Bundle {
+            packed: b
+                .pk
+                .encrypt_with(&pack::pack_probe(&params, packed).unwrap(), &mut b.rng)
+                .unwrap(),
+            one_hot: layout.encrypt(&b.pk, one_hot, &mut b.rng).unwrap(),
+        }
+        .to_bytes()
+    };
+    let three = tripled(&b.q, &impostor);
+    for body in [probe(&three, &a, &mut b), probe(&clip(&three), &clip(&three), &mut b)] {
+        let (c, jws, outcome) = m.login("alice", &body);
+        assert_eq!(outcome, "reject");
+        assert_eq!(jose(&m.jwks, &jws, APP, &c), (2, "reject".into()));
+        let payload = jws.split('.').nth(1).unwrap();
+        let claims: serde_json::Value = serde_json::from_slice(
+            &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, payload)
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(claims["reason"], "malformed_probe");
+    }
+    // A bare probe ciphertext is no bundle: refused before the decider.
+    let c = m.challenge("alice");
+    let bare = client::encrypt_probe_public(&b.pk, &b.q, &near(&face, &mut rng), &mut b.rng)
+        .unwrap()
+        .to_bytes();
+    m.login_from("alice", &c, &bare, None).expect_error(400, "wrong_kind");
+    // Two malformed probes and one impostor: locked out.
+    let (_, _, outcome) = m.login("alice", &b.probe(&embedding(&mut rng)));
+    assert_eq!(outcome, "reject");
+    let c = m.challenge("alice");
+    m.login_from("alice", &c, &b.probe(&near(&face, &mut rng)), None)
+        .expect_error(429, "locked_out");
 }

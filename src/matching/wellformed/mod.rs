@@ -43,7 +43,7 @@ use super::ScoreReply;
 
 mod wire;
 
-pub use wire::Bundle;
+pub use wire::{frame, split, Bundle};
 
 /// Independent sum checks: a client that is not well-formed passes all of
 /// them with probability `t^-3` (2^-48 at t = 65537).
@@ -61,6 +61,38 @@ pub const SUM_FLOOD_BITS: u32 = 6;
 /// of a step, within statistical distance `2^-26` of the flood per
 /// coefficient and `2^-14` per reply of 4096; the flood leaves 1 bit.
 pub const BITS_FLOOD_BITS: u32 = 2;
+
+/// The most list items, over every supported dimension: one-hot
+/// ciphertexts (bits replies) and compact replies, for a probe and for a
+/// full template.
+#[derive(Clone, Copy, Debug)]
+pub struct MaxItems {
+    pub probe_bits: usize,
+    pub probe_replies: usize,
+    pub template_bits: usize,
+    pub template_replies: usize,
+}
+
+/// [`MaxItems`] for `params`.
+pub fn max_items(params: &Params) -> MaxItems {
+    let mut m = MaxItems {
+        probe_bits: 0,
+        probe_replies: 0,
+        template_bits: 0,
+        template_replies: 0,
+    };
+    for d in super::DIMENSIONS {
+        let Ok(q) = Quantizer::new(params, d) else { continue };
+        let Ok(layout) = OneHot::new(params, &q) else { continue };
+        let per = layout.ciphertexts_per_sample();
+        let samples = params.degree() / d;
+        m.probe_bits = m.probe_bits.max(per);
+        m.probe_replies = m.probe_replies.max(SUM_CHECKS + 1);
+        m.template_bits = m.template_bits.max(samples * per);
+        m.template_replies = m.template_replies.max(SUM_CHECKS + samples);
+    }
+    m
+}
 
 /// What a packed ciphertext holds, and where each component sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -37,6 +37,9 @@ pub fn split(bytes: &[u8]) -> Result<Vec<&[u8]>, FormatError> {
         let b = bytes.get(at..at + 4).ok_or_else(|| truncated(at + 4))?;
         Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize)
     };
+    if bytes.starts_with(&crate::bfv::FORMAT_MAGIC) {
+        return Err(FormatError::NotAList);
+    }
     let count = word(0)?;
     if count > MAX_ITEMS {
         return Err(FormatError::CountOutOfRange {

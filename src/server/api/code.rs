@@ -61,6 +61,9 @@ pub enum ErrorCode {
     Unauthorized,
     /// The decider: a reply not made under the user's key.
     NotUnderKey,
+    /// Login mode: a template (or its one-hot ciphertexts) that is not a
+    /// well-formed quantized embedding; nothing is stored.
+    MalformedTemplate,
     /// A server-side failure.
     Internal,
     /// A database failure.
@@ -99,7 +102,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 41] = [
+    pub const ALL: [ErrorCode; 42] = [
         Self::BadName,
         Self::Truncated,
         Self::Malformed,
@@ -126,6 +129,7 @@ impl ErrorCode {
         Self::BadCiphertext,
         Self::Unauthorized,
         Self::NotUnderKey,
+        Self::MalformedTemplate,
         Self::Internal,
         Self::Store,
         Self::CorruptStore,
@@ -172,6 +176,7 @@ impl ErrorCode {
             Self::BadCiphertext => "bad_ciphertext",
             Self::Unauthorized => "unauthorized",
             Self::NotUnderKey => "not_under_key",
+            Self::MalformedTemplate => "malformed_template",
             Self::Internal => "internal",
             Self::Store => "store",
             Self::CorruptStore => "corrupt_store",
@@ -225,7 +230,11 @@ impl ErrorCode {
             Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Self::UserExists | Self::QuotaReached => StatusCode::CONFLICT,
             Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::WrongParams | Self::Transparent | Self::BadCiphertext | Self::NotUnderKey => {
+            Self::WrongParams
+            | Self::Transparent
+            | Self::BadCiphertext
+            | Self::NotUnderKey
+            | Self::MalformedTemplate => {
                 StatusCode::UNPROCESSABLE_ENTITY
             }
             Self::Internal | Self::Store | Self::CorruptStore => StatusCode::INTERNAL_SERVER_ERROR,

@@ -90,7 +90,7 @@ impl ApiError {
             FormatError::Truncated { .. } => ErrorCode::Truncated,
             FormatError::ParamsMismatch { .. } => ErrorCode::WrongParams,
             FormatError::TransparentCiphertext => ErrorCode::Transparent,
-            FormatError::WrongKind { .. } => ErrorCode::WrongKind,
+            FormatError::WrongKind { .. } | FormatError::NotAList => ErrorCode::WrongKind,
             _ => ErrorCode::Malformed,
         };
         Self::new(code, format!("{what}: {e}"))

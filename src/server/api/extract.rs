@@ -129,6 +129,46 @@ impl RouteLimit for CiphertextLimit {
     }
 }
 
+/// A template upload (a bundle in login mode).
+#[derive(Debug)]
+pub struct TemplateLimit;
+
+impl RouteLimit for TemplateLimit {
+    fn limit(limits: &Limits) -> usize {
+        limits.template
+    }
+}
+
+/// A login probe (a bundle).
+#[derive(Debug)]
+pub struct ProbeLimit;
+
+impl RouteLimit for ProbeLimit {
+    fn limit(limits: &Limits) -> usize {
+        limits.probe
+    }
+}
+
+/// What a decider reads for a verdict.
+#[derive(Debug)]
+pub struct VerdictLimit;
+
+impl RouteLimit for VerdictLimit {
+    fn limit(limits: &Limits) -> usize {
+        limits.verdict
+    }
+}
+
+/// What a decider reads to check a template.
+#[derive(Debug)]
+pub struct TemplateChecksLimit;
+
+impl RouteLimit for TemplateChecksLimit {
+    fn limit(limits: &Limits) -> usize {
+        limits.template_checks
+    }
+}
+
 /// The keys body (a public key and an optional relinearization key).
 #[derive(Debug)]
 pub struct KeysLimit;

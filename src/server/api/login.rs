@@ -15,15 +15,16 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::bfv::{PublicKey, RelinKey};
+use crate::matching::wellformed::frame;
 use crate::server::decider::http::KEY_STATEMENT_HEADER;
 use crate::server::login::{Challenge, Login, Refusal, VerdictQuery};
 use crate::server::store::{now_millis, now_secs, AuditRow, DeciderKey, Failures};
 use crate::server::verdict::Outcome;
 
 use super::auth::{client_addr, PeerAddr};
-use super::extract::{BinaryBody, CiphertextBody, UserName};
+use super::extract::{BinaryBody, ProbeLimit, UserName};
 use super::state::{db, to_completion};
-use super::verify::{load_enrolled, verify_user, Audit};
+use super::verify::{load_enrolled, verify_user, Audit, ProbeBody};
 use super::wire::split_keys;
 use super::{ApiError, ApiResult, AppState, ErrorCode};
 
@@ -278,7 +279,7 @@ pub(super) async fn login_user(
     query: Result<Query<LoginQuery>, QueryRejection>,
     peer: Option<Extension<PeerAddr>>,
     headers: HeaderMap,
-    BinaryBody(probe, _): CiphertextBody,
+    BinaryBody(probe, _): BinaryBody<ProbeLimit>,
 ) -> ApiResult<Json<LoginReply>> {
     let login = login(&st)?.clone();
     let UserName(user) = user?;
@@ -299,7 +300,8 @@ pub(super) async fn login_user(
         .take(&q.challenge, &user)
         .map_err(|e| e.refusal(ErrorCode::InvalidChallenge))?;
     let start = Instant::now();
-    let verified = verify_user(&st, user.clone(), probe, Audit::Later).await?;
+    let body = ProbeBody::Bundle(probe, login.clone());
+    let verified = verify_user(&st, user.clone(), body, Audit::Later).await?;
     verified.times.record(&st);
     let Some(epoch) = verified.key_epoch else {
         return Err(ApiError::login_mode(
@@ -312,8 +314,13 @@ pub(super) async fn login_user(
         samples: verified.times.count,
         aud: &challenge.audience,
         nonce: &q.challenge,
+        template_checked: verified.template_checked,
     };
-    let (verdict, outcome) = match login.decider.verdict(&query, verified.reply).await {
+    // The score reply, then the probe's check replies.
+    let request = frame(
+        std::iter::once(verified.reply.as_slice()).chain(verified.checks.iter().map(|c| c.as_slice())),
+    );
+    let (verdict, outcome) = match login.decider.verdict(&query, request).await {
         Ok(jws) => {
             let outcome = outcome_of(&jws)?;
             (Ok(jws), outcome)

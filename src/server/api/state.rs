@@ -35,6 +35,17 @@ pub struct Limits {
     /// A compact score reply at the smallest dimension (what a decider
     /// reads).
     pub reply: usize,
+    /// A template upload: a ciphertext, or in login mode a bundle of the
+    /// most samples with their one-hot ciphertexts.
+    pub template: usize,
+    /// A login probe: a ciphertext, or in login mode a bundle of one sample.
+    pub probe: usize,
+    /// What a decider reads for a verdict: the score reply and the probe's
+    /// check replies, in the list framing.
+    pub verdict: usize,
+    /// What a decider reads to check a template: the check replies of the
+    /// most samples.
+    pub template_checks: usize,
 }
 
 impl Limits {
@@ -42,12 +53,32 @@ impl Limits {
     pub fn new(params: &Params) -> Self {
         use crate::bfv::ObjectKind;
         let max = |kind| crate::matching::max_len(kind, params) as usize;
+        let ciphertext = max(ObjectKind::Ciphertext);
+        let reply = max(ObjectKind::ScoreReply);
+        let items = crate::matching::wellformed::max_items(params);
+        // A u32 count, then a u32 length before each item.
+        let list = |n: usize, each: usize| 4 + n * (4 + each);
         Self {
-            ciphertext: max(ObjectKind::Ciphertext),
+            ciphertext,
             // Two u32 length prefixes.
             keys: 8 + max(ObjectKind::PublicKey) + max(ObjectKind::RelinKey),
-            reply: max(ObjectKind::ScoreReply),
+            reply,
             replies: crate::server::decider::replies::max_len(params),
+            template: ciphertext,
+            probe: ciphertext,
+            verdict: list(1 + items.probe_bits + items.probe_replies, ciphertext),
+            template_checks: list(items.template_bits + items.template_replies, ciphertext),
+        }
+    }
+
+    /// The limits of a matcher in login mode: uploads are bundles.
+    pub fn for_login_mode(self, params: &Params) -> Self {
+        let items = crate::matching::wellformed::max_items(params);
+        let list = |n: usize| 4 + n * (4 + self.ciphertext);
+        Self {
+            template: list(1 + items.template_bits),
+            probe: list(1 + items.probe_bits),
+            ..self
         }
     }
 }

@@ -12,11 +12,12 @@ use serde::Deserialize;
 
 use crate::bfv::{PublicKey, RelinKey};
 use crate::matching::pack;
-use crate::server::login::TokenError;
+use crate::matching::wellformed::{frame, Bundle, Packed};
+use crate::server::login::{Login, TokenError};
 use crate::server::store::UserInfo;
 
 use super::auth::Caller;
-use super::extract::{BinaryBody, CiphertextBody, KeysBody, UserName};
+use super::extract::{BinaryBody, KeysBody, TemplateLimit, UserName};
 use super::login::forget_failures;
 use super::state::{db, to_completion};
 use super::wire::{parse_fresh_ciphertext, split_keys};
@@ -109,17 +110,25 @@ pub(super) async fn put_template(
     Extension(caller): Extension<Caller>,
     user: ApiResult<UserName>,
     query: Result<Query<CountQuery>, QueryRejection>,
-    BinaryBody(body, _): CiphertextBody,
+    BinaryBody(body, _): BinaryBody<TemplateLimit>,
 ) -> ApiResult<StatusCode> {
     let UserName(user) = user?;
+    let explicit = query.as_ref().ok().and_then(|q| q.0.count);
     let count = check_count(&st, query)?;
+    let count = match (&st.login, explicit) {
+        // A bundle says how many samples it holds.
+        (Some(_), None) => 0,
+        _ => count,
+    };
     enroll_template(st, caller, user, body, count).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Checks the template, takes the caller's ticket if it holds one (a
 /// template that does not parse leaves the ticket unused), then stores it.
-/// In login mode, enrolling again lifts a lockout.
+/// In login mode the body is a bundle, which the decider must find
+/// well-formed before anything is taken or stored; enrolling again lifts a
+/// lockout.
 async fn enroll_template(
     st: Arc<AppState>,
     caller: Caller,
@@ -127,10 +136,27 @@ async fn enroll_template(
     body: Bytes,
     count: u32,
 ) -> ApiResult<()> {
-    let params = st.params.clone();
-    let body2 = body.clone();
-    st.compute(move || parse_fresh_ciphertext(&params, "template", &body2).map(drop))
-        .await??;
+    if let (Some(_), Caller::Ticket(t)) = (&st.login, &caller) {
+        // Refused before the work of checking (and burnt, as a ticket
+        // presented for another user is).
+        if !st.tickets.peek(t, &user) {
+            let _ = st.tickets.take(t, &user);
+            return Err(TokenError::Invalid.refusal(ErrorCode::InvalidTicket));
+        }
+    }
+    let (template, count, checked) = match &st.login {
+        Some(login) => {
+            let (template, count) = check_bundle(&st, login, &user, body, count).await?;
+            (template, count, true)
+        }
+        None => {
+            let params = st.params.clone();
+            let body2 = body.clone();
+            st.compute(move || parse_fresh_ciphertext(&params, "template", &body2).map(drop))
+                .await??;
+            (body, count, false)
+        }
+    };
     if let Caller::Ticket(t) = &caller {
         st.tickets
             .take(t, &user)
@@ -138,12 +164,81 @@ async fn enroll_template(
     }
     to_completion(async move {
         let u = user.clone();
-        db(&st.store, move |s| s.put_template(&u, &body, count)).await?;
+        db(&st.store, move |s| s.put_template(&u, &template, count, checked)).await?;
         st.cache.invalidate(&user);
         forget_failures(&st, &user).await;
         Ok(())
     })
     .await
+}
+
+/// Login mode: a template bundle of `count` samples under `user`'s key,
+/// checked (the matcher's replies, the decider's judgement); `count` 0
+/// means as many as the bundle's one-hot ciphertexts say. Returns the
+/// packed template's bytes, to store, and the sample count.
+async fn check_bundle(
+    st: &Arc<AppState>,
+    login: &Arc<Login>,
+    user: &str,
+    body: Bytes,
+    count: u32,
+) -> ApiResult<(Bytes, u32)> {
+    let u = user.to_string();
+    let rec = db(&st.store, move |s| s.load_user(&u))
+        .await?
+        .ok_or_else(ApiError::unknown_user)?;
+    let Some(epoch) = rec.key_epoch else {
+        return Err(ApiError::login_mode(
+            "this user holds their own keys: issue the ticket with ?rotate=true",
+        ));
+    };
+    let (params, checker) = (st.params.clone(), login.clone());
+    let max = pack::templates_per_ciphertext(&st.params, st.dim);
+    let (template, items, count) = st
+        .compute(move || -> ApiResult<(Vec<u8>, Vec<Vec<u8>>, u32)> {
+            let bundle = Bundle::from_bytes_untrusted(&params, &body)
+                .map_err(|e| ApiError::format("template bundle", e))?;
+            let per = checker.checker.layout().ciphertexts_per_sample();
+            let count = match count {
+                0 => {
+                    let n = bundle.one_hot.len() / per;
+                    if n == 0 || n > max || n * per != bundle.one_hot.len() {
+                        return Err(ApiError::new(
+                            ErrorCode::BadCount,
+                            format!(
+                                "a template bundle holds 1 to {max} samples of {per} one-hot \
+                                 ciphertexts each; this one has {}",
+                                bundle.one_hot.len()
+                            ),
+                        ));
+                    }
+                    n as u32
+                }
+                c => c,
+            };
+            let pk = PublicKey::from_bytes(&params, &rec.public_key)
+                .map_err(|e| ApiError::corrupt("public key", e))?;
+            let rk = rec
+                .relin_key
+                .as_deref()
+                .ok_or_else(|| ApiError::internal("login mode without a relinearization key"))?;
+            let rk = RelinKey::from_bytes(&params, rk)
+                .map_err(|e| ApiError::corrupt("relinearization key", e))?;
+            let kind = Packed::Template {
+                samples: count as usize,
+            };
+            let replies = checker
+                .checker
+                .check(&bundle.packed, kind, &bundle.one_hot, &pk, &rk)?;
+            Ok((bundle.packed.to_bytes(), replies.items(), count))
+        })
+        .await??;
+    let request = frame(items.iter().map(|i| i.as_slice()));
+    login
+        .decider
+        .check_template(user, epoch, count, request)
+        .await?;
+    Ok((Bytes::from(template), count))
 }
 
 pub(super) async fn delete_user(

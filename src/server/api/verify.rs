@@ -11,6 +11,7 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 
 use crate::bfv::{Ciphertext, Params, PublicKey, RelinKey};
+use crate::matching::wellformed::{Bundle, Packed};
 use crate::matching::Verifier;
 use crate::server::cache::Loaded;
 use crate::server::store::{now_millis, AuditRow, UserRecord};
@@ -62,6 +63,19 @@ pub(super) struct Verified {
     pub user_id: i64,
     /// The user's key epoch (login mode).
     pub key_epoch: Option<u32>,
+    /// Login mode: the probe's check replies, as list items for the decider.
+    pub checks: Vec<Vec<u8>>,
+    /// Login mode: whether the template passed its check at enrollment.
+    pub template_checked: bool,
+}
+
+/// What a verification's body holds.
+pub(super) enum ProbeBody {
+    /// A ciphertext (1:1 mode).
+    Ciphertext(Bytes),
+    /// A bundle (login mode): the probe and its one-hot ciphertexts, whose
+    /// checks are computed with the reply.
+    Bundle(Bytes, Arc<crate::server::login::Login>),
 }
 
 /// When a verification's audit row is written.
@@ -87,7 +101,7 @@ pub(super) async fn verify(
     }
     let Verified {
         reply, times: t, ..
-    } = verify_user(&st, user, body, Audit::Now).await?;
+    } = verify_user(&st, user, ProbeBody::Ciphertext(body), Audit::Now).await?;
     t.record(&st);
     let timing = t.server_timing();
     let mut resp = (
@@ -132,7 +146,7 @@ impl VerifyTimes {
 pub(super) async fn verify_user(
     st: &Arc<AppState>,
     user: String,
-    probe: Bytes,
+    probe: ProbeBody,
     when: Audit,
 ) -> ApiResult<Verified> {
     let mut db_us = 0;
@@ -150,12 +164,20 @@ pub(super) async fn verify_user(
     let state = Arc::clone(st);
     let audit_user = user.clone();
     let queued = Instant::now();
-    let (reply, loaded, mut t) = st
-        .compute_here(move || -> ApiResult<(Vec<u8>, Arc<Loaded>, VerifyTimes)> {
+    let (reply, checks, loaded, mut t) = st
+        .compute_here(move || -> ApiResult<(Vec<u8>, Vec<Vec<u8>>, Arc<Loaded>, VerifyTimes)> {
             let start = Instant::now();
             let queue_us = queued.elapsed().as_micros() as u64;
             let (params, verifier) = (&state.params, &state.verifier);
-            let probe = parse_fresh_ciphertext(params, "probe", &probe)?;
+            let (probe, one_hot) = match &probe {
+                ProbeBody::Ciphertext(b) => (parse_fresh_ciphertext(params, "probe", b)?, None),
+                ProbeBody::Bundle(b, login) => {
+                    // Sizes and levels are the checker's to refuse.
+                    let bundle = Bundle::from_bytes_untrusted(params, b)
+                        .map_err(|e| ApiError::format("probe bundle", e))?;
+                    (bundle.packed, Some((bundle.one_hot, login.clone())))
+                }
+            };
             let loaded = match (cached, record) {
                 (Some(l), _) => l,
                 (None, Some(rec)) => Arc::new(parse_record(params, verifier, rec)?),
@@ -172,6 +194,17 @@ pub(super) async fn verify_user(
             let bytes = match loaded.rk {
                 Some(_) => verifier.compact(&reply)?.to_bytes(),
                 None => reply.to_bytes(),
+            };
+            // In login mode, the checks that the probe is well-formed.
+            let checks = match (one_hot, &loaded.rk) {
+                (Some((one_hot, login)), Some(rk)) => login
+                    .checker
+                    .check(&probe, Packed::Probe, &one_hot, &loaded.pk, rk)?
+                    .items(),
+                (Some(_), None) => {
+                    return Err(ApiError::internal("login mode without a relinearization key"))
+                }
+                (None, _) => Vec::new(),
             };
             let total = start.elapsed().as_micros() as u64;
             // The audit row, journaled before the reply is sent (see
@@ -194,6 +227,7 @@ pub(super) async fn verify_user(
             };
             Ok((
                 bytes,
+                checks,
                 loaded,
                 VerifyTimes {
                     queue_us,
@@ -207,7 +241,8 @@ pub(super) async fn verify_user(
         })
         .await??;
     t.count = loaded.count;
-    let (user_id, key_epoch) = (loaded.user_id, loaded.key_epoch);
+    let (user_id, key_epoch, template_checked) =
+        (loaded.user_id, loaded.key_epoch, loaded.template_checked);
     if let Some(stamp) = stamp {
         st.cache.insert(&user, stamp, loaded);
     }
@@ -217,6 +252,8 @@ pub(super) async fn verify_user(
         times: t,
         user_id,
         key_epoch,
+        checks,
+        template_checked,
     })
 }
 
@@ -261,5 +298,6 @@ fn parse_record(params: &Params, verifier: &Verifier, rec: UserRecord) -> ApiRes
         template,
         count,
         key_epoch: rec.key_epoch,
+        template_checked: rec.template_checked,
     })
 }

@@ -6,7 +6,8 @@
 //! | `GET /healthz` | anyone | liveness |
 //! | `GET /.well-known/jwks.json` | anyone | the verdict keys (RFC 7517) |
 //! | `GET /v1/user-keys/{user}?epoch=E` | the matcher | the user's public and relinearization keys, in the keys framing |
-//! | `POST /v1/verdicts?user=&epoch=&samples=&aud=&nonce=` | the matcher | a compact reply in, a signed verdict out |
+//! | `POST /v1/verdicts?user=&epoch=&samples=&aud=&nonce=&template_checked=` | the matcher | a compact reply and the probe's check replies in, a signed verdict out |
+//! | `POST /v1/template-checks?user=&epoch=&samples=` | the matcher | a template's check replies in, 204 or 422 `malformed_template` out |
 //! | `GET /v1/gallery-keys/{gallery}?epoch=E` | the matcher | the gallery's public and relinearization keys |
 //! | `POST /v1/identifications?gallery=&epoch=&top_k=&aud=&nonce=` | the matcher | a score reply list in, a signed identification out |
 //! | `POST /v1/erasures?gallery=&epoch=&block=` | the matcher | a masked gallery ciphertext in, a fresh one without the block out |
@@ -27,9 +28,11 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
+use crate::matching::wellformed::{split, CheckReplies};
 use crate::matching::ScoreReply;
 use crate::server::api::extract::{
-    drain, BinaryBody, CiphertextLimit, RepliesLimit, ReplyLimit, RouteLimit,
+    drain, BinaryBody, CiphertextLimit, RepliesLimit, ReplyLimit, RouteLimit, TemplateChecksLimit,
+    VerdictLimit,
 };
 use crate::server::api::{
     check_claim, check_name, frame_keys, ApiError, ApiResult, ErrorCode, Limits,
@@ -42,6 +45,7 @@ pub const HEALTHZ: &str = "/healthz";
 pub const JWKS: &str = "/.well-known/jwks.json";
 pub const USER_KEYS: &str = "/v1/user-keys/{user}";
 pub const VERDICTS: &str = "/v1/verdicts";
+pub const TEMPLATE_CHECKS: &str = "/v1/template-checks";
 pub const GALLERY_KEYS: &str = "/v1/gallery-keys/{gallery}";
 pub const IDENTIFICATIONS: &str = "/v1/identifications";
 pub const ERASURES: &str = "/v1/erasures";
@@ -82,6 +86,7 @@ pub fn router(state: Arc<DeciderState>) -> Router {
         .route(JWKS, get(jwks))
         .route(USER_KEYS, get(user_keys))
         .route(VERDICTS, post(verdict))
+        .route(TEMPLATE_CHECKS, post(template_checks))
         .route(GALLERY_KEYS, get(gallery_keys))
         .route(IDENTIFICATIONS, post(identification))
         .route(ERASURES, post(erasure))
@@ -247,6 +252,10 @@ struct VerdictQuery {
     samples: usize,
     aud: String,
     nonce: String,
+    /// Whether the template passed the check at enrollment; without it the
+    /// verdict is a reject `malformed_template`.
+    #[serde(default)]
+    template_checked: bool,
 }
 
 #[derive(Serialize)]
@@ -257,34 +266,83 @@ struct VerdictReply {
 async fn verdict(
     State(st): State<Arc<DeciderState>>,
     query: Result<Query<VerdictQuery>, QueryRejection>,
-    MatcherBody(body, _): MatcherBody,
+    MatcherBody(body, _): MatcherBody<VerdictLimit>,
 ) -> ApiResult<Json<VerdictReply>> {
     let Query(q) = query?;
     check_name(&q.user)?;
     check_claims(&q.aud, &q.nonce)?;
-    let reply = ScoreReply::from_bytes(st.decider.params(), &body)
-        .map_err(|e| ApiError::format("reply", e))?;
-    if q.samples == 0 || q.samples > reply.len() {
-        return Err(ApiError::new(
-            ErrorCode::BadCount,
-            format!("samples: 1 to {} at this dimension", reply.len()),
-        ));
-    }
     let work = tokio::task::spawn_blocking(move || {
+        let d = &st.decider;
+        let items = split(&body).map_err(|e| ApiError::format("verdict request", e))?;
+        let (first, rest) = items
+            .split_first()
+            .ok_or_else(|| ApiError::new(ErrorCode::Truncated, "verdict request: no reply"))?;
+        let reply =
+            ScoreReply::from_bytes(d.params(), first).map_err(|e| ApiError::format("reply", e))?;
+        if q.samples == 0 || q.samples > reply.len() {
+            return Err(ApiError::new(
+                ErrorCode::BadCount,
+                format!("samples: 1 to {} at this dimension", reply.len()),
+            ));
+        }
+        let checks = CheckReplies::from_items(d.params(), rest, 1, d.one_hot_per_sample())
+            .map_err(|e| ApiError::format("check replies", e))?;
         let req = VerdictRequest {
             label: KeyLabel::user(&q.user, q.epoch),
             audience: &q.aud,
             nonce: &q.nonce,
             samples: q.samples,
+            template_checked: q.template_checked,
         };
-        st.decider
-            .decide(&req, &reply, crate::server::store::now_secs() as u64)
+        d.decide(&req, &reply, &checks, crate::server::store::now_secs() as u64)
+            .map_err(refusal)
     });
     let verdict = work
         .await
-        .map_err(|_| ApiError::internal("decision failed"))?
-        .map_err(refusal)?;
+        .map_err(|_| ApiError::internal("decision failed"))??;
     Ok(Json(VerdictReply { verdict }))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TemplateChecksQuery {
+    user: String,
+    #[serde(default)]
+    epoch: u32,
+    samples: usize,
+}
+
+/// A template's check replies: 204 when every sample is well-formed under
+/// the user's key, 422 `malformed_template` (with the reason) otherwise.
+async fn template_checks(
+    State(st): State<Arc<DeciderState>>,
+    query: Result<Query<TemplateChecksQuery>, QueryRejection>,
+    MatcherBody(body, _): MatcherBody<TemplateChecksLimit>,
+) -> ApiResult<axum::http::StatusCode> {
+    let Query(q) = query?;
+    check_name(&q.user)?;
+    let max = st.decider.params().degree() / st.decider.dim();
+    if q.samples == 0 || q.samples > max {
+        return Err(ApiError::new(
+            ErrorCode::BadCount,
+            format!("samples: 1 to {max} at this dimension"),
+        ));
+    }
+    let work = tokio::task::spawn_blocking(move || {
+        let d = &st.decider;
+        let items = split(&body).map_err(|e| ApiError::format("template checks", e))?;
+        let checks = CheckReplies::from_items(d.params(), &items, q.samples, d.one_hot_per_sample())
+            .map_err(|e| ApiError::format("check replies", e))?;
+        match d
+            .check_template(&KeyLabel::user(&q.user, q.epoch), &checks)
+            .map_err(refusal)?
+        {
+            Ok(()) => Ok(axum::http::StatusCode::NO_CONTENT),
+            Err(m) => Err(ApiError::new(ErrorCode::MalformedTemplate, m.to_string())),
+        }
+    });
+    work.await
+        .map_err(|_| ApiError::internal("template check failed"))?
 }
 
 /// `aud` and `nonce`: valid claims ([`check_claim`]).

@@ -20,9 +20,10 @@ pub mod user_keys;
 use crate::bfv::{Params, PublicKey, RelinKey};
 use crate::error::BfvError;
 use crate::error::MatchError;
+use crate::matching::wellformed::{CheckReplies, Malformed, OneHot};
 use crate::matching::{Quantizer, ScoreReply};
 
-use super::verdict::{Claims, KeyStatement, VerdictKeys};
+use super::verdict::{Claims, KeyStatement, Reason, VerdictKeys};
 
 pub use policy::{Policy, Rule};
 pub use user_keys::{KeyKind, KeyLabel, MasterSecret};
@@ -64,6 +65,9 @@ pub struct Request<'a> {
     /// Enrolled samples in the user's template: the first `samples` score
     /// positions are read, no other.
     pub samples: usize,
+    /// Whether the template passed the check at enrollment (the matcher's
+    /// word: it is trusted to store only templates the decider checked).
+    pub template_checked: bool,
 }
 
 /// The decider's state: its secrets, its policy, its name.
@@ -146,12 +150,34 @@ impl Decider {
         &self.keys
     }
 
+    /// One-hot ciphertexts per sample (what a bundle carries).
+    pub fn one_hot_per_sample(&self) -> usize {
+        OneHot::new(&self.params, &self.quantizer)
+            .map(|l| l.ciphertexts_per_sample())
+            .unwrap_or(1)
+    }
+
+    /// Judges the checks of a template at enrollment: `Ok` when every
+    /// sample is a well-formed embedding under `label`'s key.
+    pub fn check_template(
+        &self,
+        label: &KeyLabel<'_>,
+        checks: &CheckReplies,
+    ) -> Result<Result<(), Malformed>, DecideError> {
+        let sk = self.master.secret_key(&self.params, label);
+        Ok(checks.judge(&sk, &self.quantizer)?.map(drop))
+    }
+
     /// Decrypts the score positions of `reply`, applies the policy and signs
-    /// the verdict, issued at `now` (seconds since the Unix epoch).
+    /// the verdict, issued at `now` (seconds since the Unix epoch). The
+    /// verdict is a reject, with its reason, when the template was not
+    /// checked at enrollment or when `checks` (the probe's) do not pass:
+    /// then no score is read.
     pub fn decide(
         &self,
         req: &Request<'_>,
         reply: &ScoreReply,
+        checks: &CheckReplies,
         now: u64,
     ) -> Result<String, DecideError> {
         let sk = self.master.secret_key(&self.params, &req.label);
@@ -159,12 +185,28 @@ impl Decider {
         if phase > MAX_PHASE {
             return Err(DecideError::NotUnderKey { phase });
         }
+        let reason = if !req.template_checked {
+            Some(Reason::MalformedTemplate)
+        } else if checks.norms.len() != 1 {
+            Some(Reason::MalformedProbe)
+        } else {
+            checks
+                .judge(&sk, &self.quantizer)?
+                .err()
+                .map(|_| Reason::MalformedProbe)
+        };
         let t = self.params.plaintext_modulus();
-        let cosines: Vec<f64> = scores
-            .iter()
-            .take(req.samples)
-            .map(|&v| self.quantizer.cosine(crate::bfv::centred(v, t)))
-            .collect();
+        let outcome = match reason {
+            Some(_) => super::verdict::Outcome::Reject,
+            None => {
+                let cosines: Vec<f64> = scores
+                    .iter()
+                    .take(req.samples)
+                    .map(|&v| self.quantizer.cosine(crate::bfv::centred(v, t)))
+                    .collect();
+                self.policy.outcome(&cosines)
+            }
+        };
         let claims = Claims {
             iss: self.issuer.clone(),
             sub: req.label.name.to_string(),
@@ -173,7 +215,8 @@ impl Decider {
             iat: now,
             exp: now + self.lifetime,
             amr: vec!["face".into()],
-            outcome: self.policy.outcome(&cosines),
+            outcome,
+            reason,
         };
         Ok(self.keys.signing().sign(&claims))
     }

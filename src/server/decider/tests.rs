@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::bfv::{Ciphertext, Prng, RelinKey};
+use crate::matching::wellformed::{Bundle, Checker, Packed};
 use crate::matching::{client, Quantizer, Verifier};
 use crate::server::verdict::{Outcome, VerdictKey};
 
@@ -47,6 +48,7 @@ fn claims(d: &Decider, jws: &str) -> serde_json::Value {
 
 struct Login {
     verifier: Verifier,
+    checker: Checker,
     q: Quantizer,
     pk: PublicKey,
     rk: RelinKey,
@@ -64,6 +66,7 @@ impl Login {
         let template = client::encrypt_templates_public(&pk, &q, &refs, rng).unwrap();
         Login {
             verifier: Verifier::for_decider(&params, DIM).unwrap(),
+            checker: Checker::new(&params, DIM).unwrap(),
             q,
             rk,
             pk,
@@ -84,14 +87,29 @@ impl Login {
         face: &[f32],
         rng: &mut Prng,
     ) -> Result<String, DecideError> {
-        let probe = client::encrypt_probe_public(&self.pk, &self.q, face, rng).unwrap();
+        let bundle = client::encrypt_probe_bundle(&self.pk, &self.q, face, rng).unwrap();
+        self.decide_on(d, req, &bundle, rng)
+    }
+
+    /// The matcher's reply and checks for a bundle, and the decider's verdict.
+    fn decide_on(
+        &self,
+        d: &Decider,
+        req: &Request<'_>,
+        bundle: &Bundle,
+        rng: &mut Prng,
+    ) -> Result<String, DecideError> {
         let reply = self
             .verifier
-            .verify_with(&self.template, &probe, &self.pk, Some(&self.rk), rng)
+            .verify_with(&self.template, &bundle.packed, &self.pk, Some(&self.rk), rng)
             .unwrap();
         let compact = self.verifier.compact(&reply).unwrap();
         let wire = ScoreReply::from_bytes(&Params::auth4096(), &compact.to_bytes()).unwrap();
-        d.decide(req, &wire, 1_800_000_000)
+        let checks = self
+            .checker
+            .check_with(&bundle.packed, Packed::Probe, &bundle.one_hot, &self.pk, &self.rk, rng)
+            .unwrap();
+        d.decide(req, &wire, &checks, 1_800_000_000)
     }
 }
 
@@ -108,6 +126,7 @@ fn genuine_accepted_impostor_rejected_with_signed_verdicts() {
         audience: "https://app.example",
         nonce: "c-1",
         samples: 2,
+        template_checked: true,
     };
     let genuine = claims(
         &d,
@@ -161,6 +180,7 @@ fn a_reply_under_another_users_key_gets_no_verdict() {
             audience: "https://app.example",
             nonce: "c-2",
             samples: 1,
+            template_checked: true,
         };
         for _ in 0..8 {
             let r = login.try_attempt(&d, &req, &near(&face, &mut rng), &mut rng);
@@ -181,6 +201,7 @@ fn a_reply_under_another_users_key_gets_no_verdict() {
         audience: "https://app.example",
         nonce: "c-3",
         samples: 1,
+        template_checked: true,
     };
     for _ in 0..8 {
         let probe =
@@ -195,9 +216,15 @@ fn a_reply_under_another_users_key_gets_no_verdict() {
                 &mut rng,
             )
             .unwrap();
+        let no_checks = CheckReplies {
+            bits: vec![],
+            sums: vec![],
+            norms: vec![],
+        };
         let r = d.decide(
             &req,
             &login.verifier.compact(&reply).unwrap(),
+            &no_checks,
             1_800_000_000,
         );
         assert!(matches!(r, Err(DecideError::NotUnderKey { .. })), "{r:?}");
@@ -219,6 +246,97 @@ fn a_reply_under_another_users_key_gets_no_verdict() {
     let (sk, _) = MasterSecret::from_bytes([7; 32]).user_keys(&params, &alice);
     let (_, phase) = wire.unwrap().decrypt_with_phase(&sk).unwrap();
     assert!(phase < MAX_PHASE / 4.0, "genuine phase {phase}");
+}
+
+/// A modified client: the impostor's probe scaled by 3 (cosine 0.25
+/// becomes 0.75, past the threshold), encrypted with a one-hot encoding
+/// that matches it, or not. Without the checks the decider accepts it;
+/// with them it signs a reject `malformed_probe`. A template that was
+/// never checked gets a reject `malformed_template` even for the genuine
+/// face.
+#[test]
+fn modified_clients_get_signed_rejects_with_their_reason() {
+    let d = decider([9; 32]);
+    let mut rng = Prng::from_seed([4; 32]);
+    let face = unit(&mut rng);
+    let label = KeyLabel::user("alice", 0);
+    let samples = vec![face.clone()];
+    let login = Login::enroll(&d, &label, &samples, &mut rng);
+    let req = Request {
+        label,
+        audience: "https://app.example",
+        nonce: "c-9",
+        samples: 1,
+        template_checked: true,
+    };
+    // An impostor at cosine 0.25 with the face.
+    let other = unit(&mut rng);
+    let along: f32 = other.iter().zip(&face).map(|(a, b)| a * b).sum();
+    let ortho: Vec<f32> = other.iter().zip(&face).map(|(a, b)| a - along * b).collect();
+    let on = ortho.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let impostor: Vec<f32> = face
+        .iter()
+        .zip(&ortho)
+        .map(|(a, b)| 0.25 * a + 0.968 * b / on)
+        .collect();
+    let a = login.q.quantize(&impostor).unwrap();
+    let (lo, hi) = login.q.range();
+    let tripled: Vec<i32> = a.iter().map(|&x| 3 * x).collect();
+    let clipped: Vec<i32> = tripled.iter().map(|&x| x.clamp(lo, hi)).collect();
+    let layout = login.checker.layout().clone();
+    let params = Params::auth4096();
+    let crafted = |packed: &[i32], one_hot: &[i32], rng: &mut Prng| Bundle {
+        packed: login
+            .pk
+            .encrypt_with(&crate::matching::pack::pack_probe(&params, packed).unwrap(), rng)
+            .unwrap(),
+        one_hot: layout.encrypt(&login.pk, one_hot, rng).unwrap(),
+    };
+    let no_checks = CheckReplies {
+        bits: vec![],
+        sums: vec![],
+        norms: vec![],
+    };
+    for (name, bundle) in [
+        ("tripled, one-hot of the impostor", crafted(&tripled, &a, &mut rng)),
+        ("tripled and clipped, both", crafted(&clipped, &clipped, &mut rng)),
+    ] {
+        // What the decider would have done without the checks: accept.
+        let reply = login
+            .verifier
+            .verify_with(&login.template, &bundle.packed, &login.pk, Some(&login.rk), &mut rng)
+            .unwrap();
+        let unchecked = d
+            .decide(
+                &Request { template_checked: false, ..req.clone() },
+                &login.verifier.compact(&reply).unwrap(),
+                &no_checks,
+                1_800_000_000,
+            )
+            .unwrap();
+        assert_eq!(claims(&d, &unchecked)["outcome"], "reject");
+        let scores = client::decrypt_scores(
+            &MasterSecret::from_bytes([9; 32]).secret_key(&params, &req.label),
+            &login.q,
+            &reply,
+            1,
+        )
+        .unwrap();
+        assert!(scores.cosines[0] > 0.5, "{name}: the attack works unchecked ({:?})", scores.cosines);
+        let jws = login.decide_on(&d, &req, &bundle, &mut rng).unwrap();
+        let c = claims(&d, &jws);
+        assert_eq!(c["outcome"], "reject", "{name}");
+        assert_eq!(c["reason"], "malformed_probe", "{name}");
+    }
+    // The genuine face: accepted, no reason.
+    let c = claims(&d, &login.attempt(&d, &req, &near(&face, &mut rng), &mut rng));
+    assert_eq!(c["outcome"], "accept");
+    assert!(c.get("reason").is_none());
+    // The same genuine face against a template the decider never checked.
+    let unchecked = Request { template_checked: false, ..req.clone() };
+    let c = claims(&d, &login.attempt(&d, &unchecked, &near(&face, &mut rng), &mut rng));
+    assert_eq!(c["outcome"], "reject");
+    assert_eq!(c["reason"], "malformed_template");
 }
 
 #[test]

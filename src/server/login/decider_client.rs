@@ -58,6 +58,9 @@ impl From<DeciderError> for ApiError {
             DeciderError::Refused { code, message, .. } if code == "not_under_key" => {
                 ApiError::new(ErrorCode::NotUnderKey, message.clone())
             }
+            DeciderError::Refused { code, message, .. } if code == "malformed_template" => {
+                ApiError::new(ErrorCode::MalformedTemplate, message.clone())
+            }
             _ => {
                 tracing::error!(error = %e, "call to the decider");
                 ApiError::new(
@@ -194,6 +197,23 @@ impl DeciderClient {
         Ok(a.verdict)
     }
 
+    /// `POST /v1/template-checks`: `Ok` when the decider finds every sample
+    /// of a template well-formed (the check replies in `body`, framed as a
+    /// list); 422 `malformed_template` otherwise.
+    pub async fn check_template(
+        &self,
+        user: &str,
+        epoch: u32,
+        samples: u32,
+        body: Vec<u8>,
+    ) -> Result<(), DeciderError> {
+        let path = format!(
+            "/v1/template-checks?user={}&epoch={epoch}&samples={samples}",
+            percent(user)
+        );
+        self.call("POST", &path, Bytes::from(body)).await.map(drop)
+    }
+
     /// `GET /.well-known/jwks.json`: the verdict keys.
     pub async fn jwks(&self) -> Result<Bytes, DeciderError> {
         Ok(self
@@ -296,17 +316,20 @@ pub struct VerdictQuery<'a> {
     pub samples: u32,
     pub aud: &'a str,
     pub nonce: &'a str,
+    /// Whether the user's template passed the check at enrollment.
+    pub template_checked: bool,
 }
 
 impl VerdictQuery<'_> {
     fn encode(&self) -> String {
         format!(
-            "user={}&epoch={}&samples={}&aud={}&nonce={}",
+            "user={}&epoch={}&samples={}&aud={}&nonce={}&template_checked={}",
             percent(self.user),
             self.epoch,
             self.samples,
             percent(self.aud),
-            percent(self.nonce)
+            percent(self.nonce),
+            self.template_checked
         )
     }
 }
@@ -359,10 +382,12 @@ mod tests {
             samples: 3,
             aud: "https://rp.example/a b&c",
             nonce: "n0~_.-",
+            template_checked: true,
         };
         assert_eq!(
             q.encode(),
-            "user=alice&epoch=2&samples=3&aud=https%3A%2F%2Frp.example%2Fa%20b%26c&nonce=n0~_.-"
+            "user=alice&epoch=2&samples=3&aud=https%3A%2F%2Frp.example%2Fa%20b%26c&nonce=n0~_.-\
+             &template_checked=true"
         );
     }
 

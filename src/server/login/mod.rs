@@ -51,6 +51,8 @@ pub struct Login {
     pub audiences: Vec<String>,
     /// Identifications per API key (`--identify-rate`).
     pub identify_rate: RateLimit,
+    /// The well-formedness checks of uploaded templates and probes.
+    pub checker: crate::matching::wellformed::Checker,
     jwks: RwLock<Option<(Bytes, PublicKeys, Instant)>>,
 }
 
@@ -61,6 +63,7 @@ impl Login {
         throttle: Throttle,
         audiences: Vec<String>,
         identify_rate: RateLimit,
+        checker: crate::matching::wellformed::Checker,
     ) -> Self {
         Self {
             decider,
@@ -68,6 +71,7 @@ impl Login {
             throttle,
             audiences,
             identify_rate,
+            checker,
             jwks: RwLock::new(None),
         }
     }

@@ -123,6 +123,10 @@ const MIGRATIONS: &[&str] = &[
         statement TEXT NOT NULL,
         created_ms INTEGER NOT NULL
      );",
+    // 9: whether a template passed the decider's well-formedness check at
+    // enrollment (login mode; templates stored before it did not, and get
+    // a signed reject `malformed_template` until the user enrolls again).
+    "ALTER TABLE templates ADD COLUMN checked INTEGER NOT NULL DEFAULT 0;",
 ];
 
 /// The schema version this build writes.

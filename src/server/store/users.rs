@@ -18,6 +18,9 @@ pub struct UserRecord {
     pub relin_key: Option<Vec<u8>>,
     /// Serialized template ciphertext and its sample count.
     pub template: Option<(Vec<u8>, u32)>,
+    /// Whether the template passed the decider's well-formedness check at
+    /// enrollment (login mode).
+    pub template_checked: bool,
     /// Login mode: the decider's key epoch the keys are of (`None`: keys
     /// the user holds).
     pub key_epoch: Option<u32>,
@@ -134,16 +137,19 @@ impl Store {
         user: &str,
         ciphertext: &[u8],
         count: u32,
+        checked: bool,
     ) -> Result<(), StoreError> {
         self.write(|tx| {
             if !user_exists(tx, user)? {
                 return Err(StoreError::UnknownUser);
             }
             tx.execute(
-                "INSERT INTO templates (user, ciphertext, count, updated) VALUES (?1, ?2, ?3, ?4)
+                "INSERT INTO templates (user, ciphertext, count, updated, checked)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
                  ON CONFLICT(user) DO UPDATE SET
-                   ciphertext = excluded.ciphertext, count = excluded.count, updated = excluded.updated",
-                params![user, ciphertext, count, now_secs()],
+                   ciphertext = excluded.ciphertext, count = excluded.count,
+                   updated = excluded.updated, checked = excluded.checked",
+                params![user, ciphertext, count, now_secs(), checked],
             )?;
             Ok(())
         })
@@ -156,7 +162,7 @@ impl Store {
             let rec = tx
                 .query_row(
                     "SELECT u.params_id, u.public_key, u.relin_key, t.ciphertext, t.count, u.id,
-                            u.key_epoch, u.key_statement
+                            u.key_epoch, u.key_statement, t.checked
                      FROM users u LEFT JOIN templates t ON t.user = u.user WHERE u.user = ?1",
                     [user],
                     |r| {
@@ -170,6 +176,7 @@ impl Store {
                             template: ct.zip(count),
                             key_epoch: r.get(6)?,
                             key_statement: r.get(7)?,
+                            template_checked: r.get::<_, Option<bool>>(8)?.unwrap_or(false),
                         })
                     },
                 )

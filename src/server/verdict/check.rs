@@ -164,6 +164,7 @@ mod tests {
             exp: 310,
             amr: vec!["face".into()],
             outcome: Outcome::Accept,
+            reason: None,
         }
     }
 

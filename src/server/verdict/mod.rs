@@ -50,6 +50,22 @@ pub struct Claims {
     pub amr: Vec<String>,
     /// The verdict itself.
     pub outcome: Outcome,
+    /// Why a reject is not about the face: `malformed_probe` or
+    /// `malformed_template` (the client's ciphertexts are not a valid
+    /// quantized embedding). Absent on an accept and on a reject on the
+    /// scores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
+}
+
+/// Why a verdict rejects without reading the scores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The probe is not a well-formed embedding.
+    MalformedProbe,
+    /// The enrolled template is not, or was never checked.
+    MalformedTemplate,
 }
 
 /// The claims of an identification: which of a gallery's templates the
