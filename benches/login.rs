@@ -109,7 +109,14 @@ fn login(c: &mut Criterion) {
             .unwrap();
         let reply = verifier.compact(&reply).unwrap().to_bytes();
         let checks = checker
-            .check_with(&bundle.packed, Packed::Probe, &bundle.one_hot, &pk, &rk, rng)
+            .check_with(
+                &bundle.packed,
+                Packed::Probe,
+                &bundle.one_hot,
+                &pk,
+                &rk,
+                rng,
+            )
             .unwrap()
             .items();
         frame(std::iter::once(reply.as_slice()).chain(checks.iter().map(|c| c.as_slice())))

@@ -23,6 +23,7 @@
 #                   targets) and wasm32 (lib + tests)
 #   kat             python3 scripts/gen_kat.py --check (if the script exists)
 #   native          cargo test --all-targets, then the doc tests
+#   attacks         the well-formedness attacks at full count, release build
 #   aarch64         the same cross-compiled with --features neon, run by qemu
 #   wasm-node       wasm-pack test --node              (tests/node.rs)
 #   wasm-browser    wasm-pack test --headless --chrome (tests/web.rs)
@@ -59,7 +60,7 @@
 set -euo pipefail
 shopt -s inherit_errexit 2>/dev/null || true
 
-STEPS=(setup fmt clippy-x86_64 clippy-aarch64 clippy-wasm32 kat native native-doc
+STEPS=(setup fmt clippy-x86_64 clippy-aarch64 clippy-wasm32 kat native native-doc attacks
   aarch64 aarch64-doc aarch64-server wasm-node wasm-browser build-wasm js)
 
 usage() {
@@ -357,6 +358,14 @@ fi
 if want native-doc; then
   test_run native-doc "" $((15 * MIN)) \
     "${NATIVE_ENV[@]}" cargo test --doc --no-fail-fast || true
+fi
+
+# --- the well-formedness attacks at full count (release build) -------------------
+# 10 000 probes with coefficients uniform mod t, each through the matcher's
+# checks and the decider's reads; debug builds and emulation run 40.
+if want attacks; then
+  test_run attacks "" $((15 * MIN)) \
+    "${NATIVE_ENV[@]}" cargo test --release --lib wellformed --no-fail-fast || true
 fi
 
 # --- aarch64 + NEON under qemu (.cargo/config.toml sets linker and runner) -------

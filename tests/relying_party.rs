@@ -34,7 +34,7 @@ fn claims(outcome: Outcome, nonce: &str) -> Claims {
         exp: now() + 300,
         amr: vec!["face".into()],
         outcome,
-            reason: None,
+        reason: None,
     }
 }
 

@@ -12,11 +12,11 @@
 //!   norm of any vector with components in range is below `t` and is read
 //!   exactly mod t; and at most `max(n/d, 32)`, so that the one-hot encoding
 //!   of a 128-dimensional sample fills one ciphertext's `n` slots. At `t =
-//!   65537`, `n = 4096`: d = 64 → L = 62, d = 128 → 32, d = 256 → 32,
+//!   65537`, `n = 4096`: d = 64 → L = 64, d = 128 → 32, d = 256 → 32,
 //!   d = 512 → 22.
 //! * `s` puts the clipping bound `L/2 - 1/2` at [`CLIP_SIGMAS`] standard
 //!   deviations of a component of a random unit vector (`1/√d`), so that
-//!   clipping is rare: d = 64 → s = 65, 128 → 47, 256 → 67, 512 → 64.
+//!   clipping is rare: d = 64 → s = 68, 128 → 47, 256 → 67, 512 → 64.
 //! * `M` is at most `s²` plus the rounding's typical growth; scaling a
 //!   vector up by more than `√(1 + d/(4s²))` (0.7 % at d = 128) leaves it.
 //!
@@ -175,7 +175,12 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            [(62, 65, 4241), (32, 47, 2241), (32, 67, 4553), (22, 64, 4224)]
+            [
+                (62, 65, 4241),
+                (32, 47, 2241),
+                (32, 67, 4553),
+                (22, 64, 4224)
+            ]
         );
         for &d in &DIMENSIONS {
             let q = Quantizer::new(&params, d).unwrap();

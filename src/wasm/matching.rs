@@ -294,8 +294,8 @@ impl JsPublicKeyEncryptor {
         const C: &str = "PublicKeyEncryptor.encryptProbeBundle";
         let q = quantizer(C, &self.params, dim)?;
         let e = f32_in(C, "embedding", embedding, q.dim())?;
-        let b = client::encrypt_probe_bundle(&self.pk, &q, &e, &mut rng(C)?)
-            .map_err(|e| err(C, e))?;
+        let b =
+            client::encrypt_probe_bundle(&self.pk, &q, &e, &mut rng(C)?).map_err(|e| err(C, e))?;
         Ok(Uint8Array::from(b.to_bytes().as_slice()))
     }
 }

@@ -70,7 +70,7 @@ test('full 1:1 flow: scores equal the integer inner products', () => {
     assert.ok(Array.isArray(r.scores) && Array.isArray(r.cosines));
     assert.deepEqual(r.scores, want);
     assert.ok(Math.abs(r.cosines[1] - 1) < 0.02, `self-similarity ${r.cosines[1]}`);
-    assert.ok(r.cosines.every((c, i) => Math.abs(c - want[i] / 175 ** 2) < 1e-12));
+    assert.ok(r.cosines.every((c, i) => Math.abs(c - want[i] / 47 ** 2) < 1e-12));
     assert.equal(keys.decryptScores(reply).scores.length, 32);
   }
 });
@@ -108,4 +108,27 @@ test('other dimensions: 64, 256, 512', () => {
     const b = quantize(e[1], t);
     assert.deepEqual(keys.decryptScores(reply, 2, dim).scores, e.map((x) => dot(quantize(x, t), b)));
   }
+});
+
+test('login mode: probe and template bundles carry their one-hot ciphertexts', () => {
+  const params = bm.Params.auth4096();
+  const keys = bm.Keys.generate(params);
+  const enc = bm.PublicKeyEncryptor.fromPublicKey(params, keys.publicKey());
+  const e = embedding(7);
+  // A probe bundle: a u32 count (2), then the probe and one one-hot
+  // ciphertext, each after its u32 length.
+  const probe = enc.encryptProbeBundle(e, 128);
+  assert.ok(probe instanceof Uint8Array);
+  assert.equal(probe.length, 178224);
+  const view = new DataView(probe.buffer, probe.byteOffset, probe.byteLength);
+  assert.equal(view.getUint32(0, true), 2);
+  const template = enc.encryptTemplateBundle([e, embedding(8), embedding(9)], 128);
+  assert.equal(new DataView(template.buffer, template.byteOffset).getUint32(0, true), 4);
+  // Bad input: a JS Error naming the method, and the instance keeps working.
+  assert.throws(() => enc.encryptProbeBundle(new Float32Array(127), 128), /PublicKeyEncryptor\.encryptProbeBundle.*127/s);
+  const nan = new Float32Array(e);
+  nan[3] = NaN;
+  assert.throws(() => enc.encryptTemplateBundle([nan], 128), /encryptTemplateBundle.*finite/s);
+  assert.throws(() => enc.encryptTemplateBundle([], 128), /at least one/);
+  assert.equal(enc.encryptProbeBundle(e, 128).length, 178224);
 });

@@ -35,15 +35,40 @@ export function embedding(seed, dim = 128) {
   return out;
 }
 
-/** The crate's quantizer (src/matching/quantize.rs), in JS, for reference. */
+/** The crate's quantizer (src/matching/quantize.rs), in JS, for reference:
+ * levels, scale, clipping and the squared-norm cap (n = 4096). */
+export function quantizer(d, t = 65537, n = 4096) {
+  let half = 1;
+  while (d * (half + 1) ** 2 < t) half += 1;
+  const levels = Math.min(2 * half, Math.max(n / d, 32)) & ~1;
+  const scale = Math.floor(((levels / 2 - 0.5) * Math.sqrt(d)) / 3.7);
+  return { levels, scale, maxNorm2: scale * scale + d / 4, lo: -levels / 2, hi: levels / 2 - 1 };
+}
+
 export function quantize(e, t = 65537) {
   const d = e.length;
-  const scale = Math.floor(Math.sqrt((t - 1) / 2) - Math.sqrt(d) / 2);
+  const { scale, maxNorm2, lo, hi } = quantizer(d, t);
   let sum = 0;
   for (const v of e) sum += v * v;
   const s = scale / Math.sqrt(sum);
-  // Rust's f64::round: half away from zero.
-  return Array.from(e, (v) => Math.sign(v * s) * Math.round(Math.abs(v * s)));
+  const exact = Array.from(e, (v) => v * s);
+  // Rust's f64::round: half away from zero; then clipped.
+  const q = exact.map((x) => Math.min(hi, Math.max(lo, Math.sign(x) * Math.round(Math.abs(x)))));
+  let norm2 = q.reduce((a, x) => a + x * x, 0);
+  while (norm2 > maxNorm2) {
+    // The component rounded furthest away from zero steps back (first on a tie).
+    let best = -1;
+    let worst = -Infinity;
+    q.forEach((a, i) => {
+      if (a !== 0 && Math.abs(a) - Math.abs(exact[i]) > worst) {
+        worst = Math.abs(a) - Math.abs(exact[i]);
+        best = i;
+      }
+    });
+    norm2 -= 2 * Math.abs(q[best]) - 1;
+    q[best] -= Math.sign(q[best]);
+  }
+  return q;
 }
 
 export function dot(a, b) {

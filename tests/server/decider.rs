@@ -103,8 +103,9 @@ fn the_decider_signs_verdicts_only_for_the_matcher() {
     let first = q.quantize(&samples[0]).unwrap();
     let tripled: Vec<i32> = first.iter().map(|&x| (3 * x).clamp(lo, hi)).collect();
     let layout = blindmatch::matching::wellformed::OneHot::new(&params, &q).unwrap();
-    let packed = blindmatch::matching::pack::pack_templates(&params, DIM, &[first.clone(), tripled.clone()])
-        .unwrap();
+    let packed =
+        blindmatch::matching::pack::pack_templates(&params, DIM, &[first.clone(), tripled.clone()])
+            .unwrap();
     let mut one_hot = layout.encrypt(&pk, &first, &mut rng).unwrap();
     one_hot.extend(layout.encrypt(&pk, &tripled, &mut rng).unwrap());
     let scaled = blindmatch::matching::wellformed::Bundle {
@@ -115,8 +116,7 @@ fn the_decider_signs_verdicts_only_for_the_matcher() {
     call_as("POST", &checks_url, Some(&token), Some(&scaled_checks))
         .expect_error(422, "malformed_template");
     scaled_checks.truncate(1000);
-    call_as("POST", &checks_url, Some(&token), Some(&scaled_checks))
-        .expect_error(400, "truncated");
+    call_as("POST", &checks_url, Some(&token), Some(&scaled_checks)).expect_error(400, "truncated");
 
     let genuine = reply(&near(&face, &mut rng), &mut rng);
     let r = call_as("POST", &ask("alice", "c1"), Some(&token), Some(&genuine));

@@ -827,7 +827,12 @@ fn modified_pages_are_refused_with_their_reason() {
     assert_eq!(m.rows(), before);
     let body = b.template(&[near(&face, &mut rng), near(&face, &mut rng)]);
     let r = m.put_template("alice", &format!("Ticket {t}"), &body);
-    assert_eq!(r.status, 204, "the ticket was not taken: {}", String::from_utf8_lossy(&r.body));
+    assert_eq!(
+        r.status,
+        204,
+        "the ticket was not taken: {}",
+        String::from_utf8_lossy(&r.body)
+    );
 
     // Logins from the modified page: signed rejects with their reason.
     let impostor = embedding(&mut rng);
@@ -843,7 +848,10 @@ fn modified_pages_are_refused_with_their_reason() {
         .to_bytes()
     };
     let three = tripled(&b.q, &impostor);
-    for body in [probe(&three, &a, &mut b), probe(&clip(&three), &clip(&three), &mut b)] {
+    for body in [
+        probe(&three, &a, &mut b),
+        probe(&clip(&three), &clip(&three), &mut b),
+    ] {
         let (c, jws, outcome) = m.login("alice", &body);
         assert_eq!(outcome, "reject");
         assert_eq!(jose(&m.jwks, &jws, APP, &c), (2, "reject".into()));
@@ -860,7 +868,8 @@ fn modified_pages_are_refused_with_their_reason() {
     let bare = client::encrypt_probe_public(&b.pk, &b.q, &near(&face, &mut rng), &mut b.rng)
         .unwrap()
         .to_bytes();
-    m.login_from("alice", &c, &bare, None).expect_error(400, "wrong_kind");
+    m.login_from("alice", &c, &bare, None)
+        .expect_error(400, "wrong_kind");
     // Two malformed probes and one impostor: locked out.
     let (_, _, outcome) = m.login("alice", &b.probe(&embedding(&mut rng)));
     assert_eq!(outcome, "reject");

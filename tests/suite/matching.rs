@@ -45,7 +45,7 @@ suite_test! {
         let params = Params::auth4096();
         assert_eq!(
             DIMENSIONS.map(|d| Quantizer::new(&params, d).unwrap().scale()),
-            [65, 47, 67, 64]
+            [68, 47, 67, 64]
         );
         assert!(matches!(Quantizer::new(&params, 100), Err(MatchError::UnsupportedDimension { dim: 100 })));
         let q = Quantizer::new(&params, 128).unwrap();

@@ -82,8 +82,12 @@ pub fn max_items(params: &Params) -> MaxItems {
         template_replies: 0,
     };
     for d in super::DIMENSIONS {
-        let Ok(q) = Quantizer::new(params, d) else { continue };
-        let Ok(layout) = OneHot::new(params, &q) else { continue };
+        let Ok(q) = Quantizer::new(params, d) else {
+            continue;
+        };
+        let Ok(layout) = OneHot::new(params, &q) else {
+            continue;
+        };
         let per = layout.ciphertexts_per_sample();
         let samples = params.degree() / d;
         m.probe_bits = m.probe_bits.max(per);
@@ -192,7 +196,10 @@ impl OneHot {
                 for (local, i) in self.components(c).enumerate() {
                     let j = sample[i] as i64 - self.lowest as i64;
                     if !(0..self.levels as i64).contains(&j) {
-                        return Err(MatchError::OutOfRange { index: i, value: sample[i] });
+                        return Err(MatchError::OutOfRange {
+                            index: i,
+                            value: sample[i],
+                        });
                     }
                     slots[local * self.levels + j as usize] = 1;
                 }
@@ -421,8 +428,12 @@ impl Checker {
             rho[n - p] = (t - w[p]) % t;
         }
         let mut y = packed.clone();
-        self.ev
-            .multiply_plain_assign(&mut y, &self.ev.prepare_plain(&Plaintext::from_coeffs(&self.params, &rho)?)?)?;
+        self.ev.multiply_plain_assign(
+            &mut y,
+            &self
+                .ev
+                .prepare_plain(&Plaintext::from_coeffs(&self.params, &rho)?)?,
+        )?;
         let mut total_a = 0u64;
         for k in 0..kind.samples() {
             for c in 0..per {
@@ -442,8 +453,12 @@ impl Checker {
                     *slot = ((uniform_mod(rng, t) as u64 * n as u64) % tt) as i64;
                 }
                 let mut z = one_hot[k * per + c].clone();
-                self.ev
-                    .multiply_plain_assign(&mut z, &self.ev.prepare_plain(&self.layout.encoder.encode(&slots)?)?)?;
+                self.ev.multiply_plain_assign(
+                    &mut z,
+                    &self
+                        .ev
+                        .prepare_plain(&self.layout.encoder.encode(&slots)?)?,
+                )?;
                 self.ev.add_assign(&mut y, &z)?;
             }
         }
@@ -465,7 +480,13 @@ impl Checker {
         self.ev.multiply_plain_assign(&mut y, &self.shift)?;
         let t = self.params.plaintext_modulus();
         let mask: Vec<u32> = (0..self.params.degree())
-            .map(|i| if i == at { constant } else { uniform_mod(rng, t) })
+            .map(|i| {
+                if i == at {
+                    constant
+                } else {
+                    uniform_mod(rng, t)
+                }
+            })
             .collect();
         let mask = Plaintext::from_coeffs(&self.params, &mask)?;
         let fresh = match self.floods {
@@ -504,7 +525,11 @@ impl CheckReplies {
     /// The decider's side: every bits reply all zeros, every sum check's
     /// constant coefficient zero, every sample's squared norm within
     /// `q`'s bound. Returns the squared norms.
-    pub fn judge(&self, sk: &SecretKey, q: &Quantizer) -> Result<Result<Vec<u32>, Malformed>, MatchError> {
+    pub fn judge(
+        &self,
+        sk: &SecretKey,
+        q: &Quantizer,
+    ) -> Result<Result<Vec<u32>, Malformed>, MatchError> {
         let per = OneHot::new(sk.params(), q)?.ciphertexts_per_sample();
         if self.sums.len() != SUM_CHECKS || self.bits.len() != self.norms.len() * per {
             return Err(MatchError::OneHotCount {

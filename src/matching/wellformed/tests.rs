@@ -38,7 +38,9 @@ fn embedding(rng: &mut Prng, d: usize) -> Vec<f32> {
     (0..d)
         .map(|_| {
             // Sum of four uniforms: roughly Gaussian.
-            (0..4).map(|_| rng.next_u32() as f32 / u32::MAX as f32 - 0.5).sum::<f32>()
+            (0..4)
+                .map(|_| rng.next_u32() as f32 / u32::MAX as f32 - 0.5)
+                .sum::<f32>()
         })
         .collect()
 }
@@ -53,10 +55,19 @@ impl Setup {
             coeffs[d - 1 - j] = v;
         }
         let pt = crate::bfv::CoefficientEncoder::new(&self.params)
-            .encode(&coeffs.iter().map(|v| v.rem_euclid(65537)).collect::<Vec<_>>())
+            .encode(
+                &coeffs
+                    .iter()
+                    .map(|v| v.rem_euclid(65537))
+                    .collect::<Vec<_>>(),
+            )
             .unwrap();
         let p = self.pk.encrypt_with(&pt, &mut self.rng).unwrap();
-        let h = self.checker.layout().encrypt(&self.pk, one_hot, &mut self.rng).unwrap();
+        let h = self
+            .checker
+            .layout()
+            .encrypt(&self.pk, one_hot, &mut self.rng)
+            .unwrap();
         (p, h)
     }
 
@@ -101,12 +112,16 @@ fn honest_clients_pass_and_keep_their_budget() {
             .check_with(&p, Packed::Probe, &h, &s.pk, &s.rk, &mut s.rng)
             .unwrap();
         let least = |cts: &mut dyn Iterator<Item = &Ciphertext>| {
-            cts.map(|x| s.sk.noise_budget(x).unwrap()).fold(f64::INFINITY, f64::min)
+            cts.map(|x| s.sk.noise_budget(x).unwrap())
+                .fold(f64::INFINITY, f64::min)
         };
         let own = least(&mut own.bits.iter());
         let flooded = least(&mut replies.bits.iter());
         // The sum and norm replies before their compact form.
-        let (y, c) = s.checker.sum_check(&p, Packed::Probe, &h, &mut s.rng).unwrap();
+        let (y, c) = s
+            .checker
+            .sum_check(&p, Packed::Probe, &h, &mut s.rng)
+            .unwrap();
         let norm = s.checker.norm(&h, 0).unwrap();
         let mut raw = |checker: &Checker, y: &Ciphertext, c: u32| {
             let ct = checker.finish(y.clone(), c, &s.pk, &mut s.rng).unwrap();
@@ -146,8 +161,15 @@ fn honest_templates_pass_and_scores_are_unchanged() {
     let probe = client::encrypt_probe_public(&s.pk, &s.q, &embs[1], &mut s.rng).unwrap();
     let v = Verifier::for_decider(&s.params, d).unwrap();
     let reply = v.verify(&template, &probe, &s.pk, Some(&s.rk)).unwrap();
-    let got = client::decrypt_scores(&s.sk, &s.q, &reply, 3).unwrap().scores;
-    let dot = |a: &[i32], b: &[i32]| a.iter().zip(b).map(|(&x, &y)| x as i64 * y as i64).sum::<i64>();
+    let got = client::decrypt_scores(&s.sk, &s.q, &reply, 3)
+        .unwrap()
+        .scores;
+    let dot = |a: &[i32], b: &[i32]| {
+        a.iter()
+            .zip(b)
+            .map(|(&x, &y)| x as i64 * y as i64)
+            .sum::<i64>()
+    };
     let want: Vec<i64> = quantized.iter().map(|t| dot(t, &quantized[1])).collect();
     assert_eq!(got, want);
 }
@@ -192,7 +214,12 @@ fn impostor_of(rng: &mut Prng, genuine: &[f32]) -> Vec<f32> {
     let g = unit(genuine);
     let r = unit(&embedding(rng, g.len()));
     let along: f32 = r.iter().zip(&g).map(|(a, b)| a * b).sum();
-    let ortho = unit(&r.iter().zip(&g).map(|(a, b)| a - along * b).collect::<Vec<_>>());
+    let ortho = unit(
+        &r.iter()
+            .zip(&g)
+            .map(|(a, b)| a - along * b)
+            .collect::<Vec<_>>(),
+    );
     let c = 0.25f32;
     g.iter()
         .zip(&ortho)
@@ -217,16 +244,28 @@ fn scaled_impostor_probes_are_refused() {
         // Unchecked, the scaled probe's score is k times the impostor's:
         // cosine about 0.25·k, past a threshold of 0.5 at k = 3.
         let cos = s.q.cosine(dot(&b, &scaled));
-        assert!((cos - 0.25 * k as f64).abs() < 0.05, "k = {k}: cosine {cos}");
+        assert!(
+            (cos - 0.25 * k as f64).abs() < 0.05,
+            "k = {k}: cosine {cos}"
+        );
         // Packed scaled, one-hot of the impostor: they disagree.
         let (p, h) = s.probe(&scaled, &a);
-        assert!(matches!(s.judge(&p, Packed::Probe, &h), Err(Malformed::Sums { .. })));
+        assert!(matches!(
+            s.judge(&p, Packed::Probe, &h),
+            Err(Malformed::Sums { .. })
+        ));
         // Scaled and clipped into range on both sides: consistent, too long.
-        let clipped: Vec<i32> = scaled.iter().map(|&x| x.clamp(lo as i64, hi as i64) as i32).collect();
+        let clipped: Vec<i32> = scaled
+            .iter()
+            .map(|&x| x.clamp(lo as i64, hi as i64) as i32)
+            .collect();
         let values: Vec<i64> = clipped.iter().map(|&x| x as i64).collect();
         let (p, h) = s.probe(&values, &clipped);
         assert!(
-            matches!(s.judge(&p, Packed::Probe, &h), Err(Malformed::Norm { sample: 0, .. })),
+            matches!(
+                s.judge(&p, Packed::Probe, &h),
+                Err(Malformed::Norm { sample: 0, .. })
+            ),
             "k = {k}"
         );
     }
@@ -253,7 +292,9 @@ fn uniform_probes_are_refused() {
     assert!(s.judge(&p, Packed::Probe, &h).is_ok());
     let mut refused = 0;
     for _ in 0..count {
-        let values: Vec<i64> = (0..d).map(|_| uniform_mod(&mut s.rng, 65537) as i64).collect();
+        let values: Vec<i64> = (0..d)
+            .map(|_| uniform_mod(&mut s.rng, 65537) as i64)
+            .collect();
         let (p, _) = s.probe(&values, &a);
         let replies = s
             .checker
@@ -309,7 +350,10 @@ fn a_norm_right_mod_t_but_wrong_over_the_integers_is_refused() {
         assert_eq!(read(y, &s.sk, &s.q).unwrap(), 0);
     }
     assert_eq!(read(&replies.norms[0], &s.sk, &s.q).unwrap(), norm2(&a));
-    assert_eq!(replies.judge(&s.sk, &s.q).unwrap(), Err(Malformed::Bits { sample: 0 }));
+    assert_eq!(
+        replies.judge(&s.sk, &s.q).unwrap(),
+        Err(Malformed::Bits { sample: 0 })
+    );
 }
 
 #[test]
@@ -325,7 +369,11 @@ fn crafted_ciphertexts_are_refused() {
         ("packed c0 = 0", without_c0(&p), h.clone()),
         ("one-hot c0 = 0", p.clone(), vec![without_c0(&h[0])]),
         ("packed is the public key", pk_ct.clone(), h.clone()),
-        ("both are the public key", pk_ct.clone(), vec![pk_ct.clone()]),
+        (
+            "both are the public key",
+            pk_ct.clone(),
+            vec![pk_ct.clone()],
+        ),
         ("one-hot is the public key", p.clone(), vec![pk_ct.clone()]),
         (
             "packed is the public key plus the probe",
@@ -355,7 +403,10 @@ fn one_hot_encodings_of_something_else_are_refused() {
     let values: Vec<i64> = a.iter().map(|&x| x as i64).collect();
     // Another vector's bits.
     let (p, h) = s.probe(&values, &b);
-    assert!(matches!(s.judge(&p, Packed::Probe, &h), Err(Malformed::Sums { .. })));
+    assert!(matches!(
+        s.judge(&p, Packed::Probe, &h),
+        Err(Malformed::Sums { .. })
+    ));
     // The right level and one more set for component 5: still bits, sums wrong.
     let layout = s.checker.layout().clone();
     let mut slots = vec![0i64; s.params.degree()];
@@ -364,25 +415,38 @@ fn one_hot_encodings_of_something_else_are_refused() {
     }
     let j = (a[5] - layout.lowest) as usize;
     slots[5 * layout.levels + (j + 1) % layout.levels] = 1;
-    let h = vec![s.pk.encrypt_with(&layout.encoder.encode(&slots).unwrap(), &mut s.rng).unwrap()];
-    assert!(matches!(s.judge(&p, Packed::Probe, &h), Err(Malformed::Sums { .. })));
+    let h = vec![s
+        .pk
+        .encrypt_with(&layout.encoder.encode(&slots).unwrap(), &mut s.rng)
+        .unwrap()];
+    assert!(matches!(
+        s.judge(&p, Packed::Probe, &h),
+        Err(Malformed::Sums { .. })
+    ));
     // A coefficient outside the probe's block set: sums.
     let mut coeffs = vec![0i64; s.params.degree()];
     for (j, &v) in a.iter().enumerate() {
         coeffs[d - 1 - j] = modt(v as i64);
     }
     coeffs[d + 7] = 1;
-    let pt = crate::bfv::CoefficientEncoder::new(&s.params).encode(&coeffs).unwrap();
+    let pt = crate::bfv::CoefficientEncoder::new(&s.params)
+        .encode(&coeffs)
+        .unwrap();
     let p = s.pk.encrypt_with(&pt, &mut s.rng).unwrap();
     let h = layout.encrypt(&s.pk, &a, &mut s.rng).unwrap();
-    assert!(matches!(s.judge(&p, Packed::Probe, &h), Err(Malformed::Sums { .. })));
+    assert!(matches!(
+        s.judge(&p, Packed::Probe, &h),
+        Err(Malformed::Sums { .. })
+    ));
 }
 
 #[test]
 fn crafted_templates_are_refused() {
     let d = 128;
     let mut s = setup(d, 8);
-    let t: Vec<Vec<i32>> = (0..2).map(|_| s.q.quantize(&embedding(&mut s.rng, d)).unwrap()).collect();
+    let t: Vec<Vec<i32>> = (0..2)
+        .map(|_| s.q.quantize(&embedding(&mut s.rng, d)).unwrap())
+        .collect();
     let kind = Packed::Template { samples: 2 };
     let layout = s.checker.layout().clone();
     let (lo, hi) = s.q.range();
@@ -393,7 +457,9 @@ fn crafted_templates_are_refused() {
                 coeffs[k * d + i] = modt(v);
             }
         }
-        let pt = crate::bfv::CoefficientEncoder::new(&s.params).encode(&coeffs).unwrap();
+        let pt = crate::bfv::CoefficientEncoder::new(&s.params)
+            .encode(&coeffs)
+            .unwrap();
         s.pk.encrypt_with(&pt, &mut s.rng).unwrap()
     };
     let wide = |v: &[i32]| v.iter().map(|&x| x as i64).collect::<Vec<i64>>();
@@ -411,16 +477,32 @@ fn crafted_templates_are_refused() {
     let scaled: Vec<i32> = t[1].iter().map(|&x| (3 * x).clamp(lo, hi)).collect();
     let c3 = template(&mut s, &[wide(&t[0]), wide(&scaled)]);
     let h3 = one_hot(&mut s, &[&t[0], &scaled]);
-    assert!(matches!(s.judge(&c3, kind, &h3), Err(Malformed::Norm { sample: 1, .. })));
+    assert!(matches!(
+        s.judge(&c3, kind, &h3),
+        Err(Malformed::Norm { sample: 1, .. })
+    ));
     // Sample 1 scaled by 3 in the packed template only.
-    let c3 = template(&mut s, &[wide(&t[0]), t[1].iter().map(|&x| 3 * x as i64).collect()]);
-    assert!(matches!(s.judge(&c3, kind, &h), Err(Malformed::Sums { .. })));
+    let c3 = template(
+        &mut s,
+        &[wide(&t[0]), t[1].iter().map(|&x| 3 * x as i64).collect()],
+    );
+    assert!(matches!(
+        s.judge(&c3, kind, &h),
+        Err(Malformed::Sums { .. })
+    ));
     // Uniform mod t.
     let uniform: Vec<Vec<i64>> = (0..2)
-        .map(|_| (0..d).map(|_| uniform_mod(&mut s.rng, 65537) as i64).collect())
+        .map(|_| {
+            (0..d)
+                .map(|_| uniform_mod(&mut s.rng, 65537) as i64)
+                .collect()
+        })
         .collect();
     let cu = template(&mut s, &uniform);
-    assert!(matches!(s.judge(&cu, kind, &h), Err(Malformed::Sums { .. })));
+    assert!(matches!(
+        s.judge(&cu, kind, &h),
+        Err(Malformed::Sums { .. })
+    ));
     // c0 = 0, the public key.
     assert!(s.judge(&without_c0(&c), kind, &h).is_err());
     let pk_ct = the_public_key(&s.pk);
@@ -428,11 +510,18 @@ fn crafted_templates_are_refused() {
     assert!(s.judge(&c, kind, &[pk_ct.clone(), pk_ct]).is_err());
     // A third sample in the packed template the one-hot part leaves out.
     let c_extra = template(&mut s, &[wide(&t[0]), wide(&t[1]), wide(&t[0])]);
-    assert!(matches!(s.judge(&c_extra, kind, &h), Err(Malformed::Sums { .. })));
+    assert!(matches!(
+        s.judge(&c_extra, kind, &h),
+        Err(Malformed::Sums { .. })
+    ));
     // The wrong number of one-hot ciphertexts is an error, not a verdict.
     assert!(matches!(
-        s.checker.check_with(&c, kind, &h[..1], &s.pk, &s.rk, &mut s.rng),
-        Err(MatchError::OneHotCount { expected: 2, found: 1 })
+        s.checker
+            .check_with(&c, kind, &h[..1], &s.pk, &s.rk, &mut s.rng),
+        Err(MatchError::OneHotCount {
+            expected: 2,
+            found: 1
+        })
     ));
 }
 
@@ -443,9 +532,15 @@ fn bundles_and_check_replies_survive_their_wire_forms() {
     let a = s.q.quantize(&embedding(&mut s.rng, d)).unwrap();
     let values: Vec<i64> = a.iter().map(|&x| x as i64).collect();
     let (p, h) = s.probe(&values, &a);
-    let bundle = Bundle { packed: p.clone(), one_hot: h.clone() };
+    let bundle = Bundle {
+        packed: p.clone(),
+        one_hot: h.clone(),
+    };
     let bytes = bundle.to_bytes();
-    assert_eq!(Bundle::from_bytes_untrusted(&s.params, &bytes).unwrap(), bundle);
+    assert_eq!(
+        Bundle::from_bytes_untrusted(&s.params, &bytes).unwrap(),
+        bundle
+    );
     // Truncated, trailing, or without a one-hot ciphertext: refused.
     assert!(Bundle::from_bytes_untrusted(&s.params, &bytes[..bytes.len() - 1]).is_err());
     let mut longer = bytes.clone();
@@ -454,7 +549,10 @@ fn bundles_and_check_replies_survive_their_wire_forms() {
     let alone = wire::frame([p.to_bytes().as_slice()]);
     assert!(Bundle::from_bytes_untrusted(&s.params, &alone).is_err());
     assert!(Bundle::from_bytes_untrusted(&s.params, &[0xff; 4]).is_err());
-    let replies = s.checker.check_with(&p, Packed::Probe, &h, &s.pk, &s.rk, &mut s.rng).unwrap();
+    let replies = s
+        .checker
+        .check_with(&p, Packed::Probe, &h, &s.pk, &s.rk, &mut s.rng)
+        .unwrap();
     let items = replies.items();
     let refs: Vec<&[u8]> = items.iter().map(|i| i.as_slice()).collect();
     let back = CheckReplies::from_items(&s.params, &refs, 1, 1).unwrap();

@@ -52,7 +52,9 @@ pub fn split(bytes: &[u8]) -> Result<Vec<&[u8]>, FormatError> {
     let mut at = 4;
     for _ in 0..count {
         let len = word(at)?;
-        let end = (at + 4).checked_add(len).ok_or_else(|| truncated(usize::MAX))?;
+        let end = (at + 4)
+            .checked_add(len)
+            .ok_or_else(|| truncated(usize::MAX))?;
         items.push(bytes.get(at + 4..end).ok_or_else(|| truncated(end))?);
         at = end;
     }

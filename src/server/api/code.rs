@@ -234,9 +234,7 @@ impl ErrorCode {
             | Self::Transparent
             | Self::BadCiphertext
             | Self::NotUnderKey
-            | Self::MalformedTemplate => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            | Self::MalformedTemplate => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Internal | Self::Store | Self::CorruptStore => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

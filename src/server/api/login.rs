@@ -318,7 +318,8 @@ pub(super) async fn login_user(
     };
     // The score reply, then the probe's check replies.
     let request = frame(
-        std::iter::once(verified.reply.as_slice()).chain(verified.checks.iter().map(|c| c.as_slice())),
+        std::iter::once(verified.reply.as_slice())
+            .chain(verified.checks.iter().map(|c| c.as_slice())),
     );
     let (verdict, outcome) = match login.decider.verdict(&query, request).await {
         Ok(jws) => {

@@ -164,7 +164,10 @@ async fn enroll_template(
     }
     to_completion(async move {
         let u = user.clone();
-        db(&st.store, move |s| s.put_template(&u, &template, count, checked)).await?;
+        db(&st.store, move |s| {
+            s.put_template(&u, &template, count, checked)
+        })
+        .await?;
         st.cache.invalidate(&user);
         forget_failures(&st, &user).await;
         Ok(())

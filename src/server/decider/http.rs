@@ -294,8 +294,13 @@ async fn verdict(
             samples: q.samples,
             template_checked: q.template_checked,
         };
-        d.decide(&req, &reply, &checks, crate::server::store::now_secs() as u64)
-            .map_err(refusal)
+        d.decide(
+            &req,
+            &reply,
+            &checks,
+            crate::server::store::now_secs() as u64,
+        )
+        .map_err(refusal)
     });
     let verdict = work
         .await
@@ -331,8 +336,9 @@ async fn template_checks(
     let work = tokio::task::spawn_blocking(move || {
         let d = &st.decider;
         let items = split(&body).map_err(|e| ApiError::format("template checks", e))?;
-        let checks = CheckReplies::from_items(d.params(), &items, q.samples, d.one_hot_per_sample())
-            .map_err(|e| ApiError::format("check replies", e))?;
+        let checks =
+            CheckReplies::from_items(d.params(), &items, q.samples, d.one_hot_per_sample())
+                .map_err(|e| ApiError::format("check replies", e))?;
         match d
             .check_template(&KeyLabel::user(&q.user, q.epoch), &checks)
             .map_err(refusal)?

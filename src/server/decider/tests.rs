@@ -101,13 +101,26 @@ impl Login {
     ) -> Result<String, DecideError> {
         let reply = self
             .verifier
-            .verify_with(&self.template, &bundle.packed, &self.pk, Some(&self.rk), rng)
+            .verify_with(
+                &self.template,
+                &bundle.packed,
+                &self.pk,
+                Some(&self.rk),
+                rng,
+            )
             .unwrap();
         let compact = self.verifier.compact(&reply).unwrap();
         let wire = ScoreReply::from_bytes(&Params::auth4096(), &compact.to_bytes()).unwrap();
         let checks = self
             .checker
-            .check_with(&bundle.packed, Packed::Probe, &bundle.one_hot, &self.pk, &self.rk, rng)
+            .check_with(
+                &bundle.packed,
+                Packed::Probe,
+                &bundle.one_hot,
+                &self.pk,
+                &self.rk,
+                rng,
+            )
             .unwrap();
         d.decide(req, &wire, &checks, 1_800_000_000)
     }
@@ -272,7 +285,11 @@ fn modified_clients_get_signed_rejects_with_their_reason() {
     // An impostor at cosine 0.25 with the face.
     let other = unit(&mut rng);
     let along: f32 = other.iter().zip(&face).map(|(a, b)| a * b).sum();
-    let ortho: Vec<f32> = other.iter().zip(&face).map(|(a, b)| a - along * b).collect();
+    let ortho: Vec<f32> = other
+        .iter()
+        .zip(&face)
+        .map(|(a, b)| a - along * b)
+        .collect();
     let on = ortho.iter().map(|x| x * x).sum::<f32>().sqrt();
     let impostor: Vec<f32> = face
         .iter()
@@ -288,7 +305,10 @@ fn modified_clients_get_signed_rejects_with_their_reason() {
     let crafted = |packed: &[i32], one_hot: &[i32], rng: &mut Prng| Bundle {
         packed: login
             .pk
-            .encrypt_with(&crate::matching::pack::pack_probe(&params, packed).unwrap(), rng)
+            .encrypt_with(
+                &crate::matching::pack::pack_probe(&params, packed).unwrap(),
+                rng,
+            )
             .unwrap(),
         one_hot: layout.encrypt(&login.pk, one_hot, rng).unwrap(),
     };
@@ -298,17 +318,32 @@ fn modified_clients_get_signed_rejects_with_their_reason() {
         norms: vec![],
     };
     for (name, bundle) in [
-        ("tripled, one-hot of the impostor", crafted(&tripled, &a, &mut rng)),
-        ("tripled and clipped, both", crafted(&clipped, &clipped, &mut rng)),
+        (
+            "tripled, one-hot of the impostor",
+            crafted(&tripled, &a, &mut rng),
+        ),
+        (
+            "tripled and clipped, both",
+            crafted(&clipped, &clipped, &mut rng),
+        ),
     ] {
         // What the decider would have done without the checks: accept.
         let reply = login
             .verifier
-            .verify_with(&login.template, &bundle.packed, &login.pk, Some(&login.rk), &mut rng)
+            .verify_with(
+                &login.template,
+                &bundle.packed,
+                &login.pk,
+                Some(&login.rk),
+                &mut rng,
+            )
             .unwrap();
         let unchecked = d
             .decide(
-                &Request { template_checked: false, ..req.clone() },
+                &Request {
+                    template_checked: false,
+                    ..req.clone()
+                },
                 &login.verifier.compact(&reply).unwrap(),
                 &no_checks,
                 1_800_000_000,
@@ -322,19 +357,32 @@ fn modified_clients_get_signed_rejects_with_their_reason() {
             1,
         )
         .unwrap();
-        assert!(scores.cosines[0] > 0.5, "{name}: the attack works unchecked ({:?})", scores.cosines);
+        assert!(
+            scores.cosines[0] > 0.5,
+            "{name}: the attack works unchecked ({:?})",
+            scores.cosines
+        );
         let jws = login.decide_on(&d, &req, &bundle, &mut rng).unwrap();
         let c = claims(&d, &jws);
         assert_eq!(c["outcome"], "reject", "{name}");
         assert_eq!(c["reason"], "malformed_probe", "{name}");
     }
     // The genuine face: accepted, no reason.
-    let c = claims(&d, &login.attempt(&d, &req, &near(&face, &mut rng), &mut rng));
+    let c = claims(
+        &d,
+        &login.attempt(&d, &req, &near(&face, &mut rng), &mut rng),
+    );
     assert_eq!(c["outcome"], "accept");
     assert!(c.get("reason").is_none());
     // The same genuine face against a template the decider never checked.
-    let unchecked = Request { template_checked: false, ..req.clone() };
-    let c = claims(&d, &login.attempt(&d, &unchecked, &near(&face, &mut rng), &mut rng));
+    let unchecked = Request {
+        template_checked: false,
+        ..req.clone()
+    };
+    let c = claims(
+        &d,
+        &login.attempt(&d, &unchecked, &near(&face, &mut rng), &mut rng),
+    );
     assert_eq!(c["outcome"], "reject");
     assert_eq!(c["reason"], "malformed_template");
 }

@@ -29,7 +29,7 @@ fn claims(outcome: Outcome) -> Claims {
         exp: 1_800_000_300,
         amr: vec!["face".into()],
         outcome,
-            reason: None,
+        reason: None,
     }
 }
 

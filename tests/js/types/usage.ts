@@ -56,6 +56,8 @@ async function main(): Promise<void> {
   const first: number = s.scores[0] + s.cosines[0] + s2.scores.length;
   const svc: Uint8Array = PublicKeyEncryptor.fromPublicKey(params, pk).encryptTemplates([emb], 128);
   const hiddenProbe: Uint8Array = PublicKeyEncryptor.fromPublicKey(params, pk).encryptProbe(emb, 128);
+  const probeBundle: Uint8Array = PublicKeyEncryptor.fromPublicKey(params, pk).encryptProbeBundle(emb, 128);
+  const templateBundle: Uint8Array = PublicKeyEncryptor.fromPublicKey(params, pk).encryptTemplateBundle([emb], 128);
 
   const sk = SecretKey.generate(params);
   const enc = new BatchEncoder(params);
@@ -123,7 +125,7 @@ async function main(): Promise<void> {
     publicKey: upk.publicKey,
   });
   const wh = await w.fromPublicKey(upk.publicKey);
-  await server.enroll('carol', await w.encryptTemplates(wh, [emb], 128), 1, { ticket: t.ticket });
+  await server.enroll('carol', await w.encryptTemplateBundle(wh, [emb], 128), 1, { ticket: t.ticket });
   const c: Challenge = await backend.challenge('carol', 'https://app.example');
   const lr: LoginResult = await server.login('carol', c.challenge, probe);
   const accepted: boolean = lr.outcome === 'accept';
@@ -149,7 +151,7 @@ async function main(): Promise<void> {
     topK: 3,
   });
   console.log(idn.identification.length);
-  console.log(build, n, id, first, svc.length, hiddenProbe.length, slots[0], wide[0], bytes.length, ws.scores, sp.dimension, vs, removed, framed);
+  console.log(build, n, id, first, svc.length, hiddenProbe.length, probeBundle.length + templateBundle.length, slots[0], wide[0], bytes.length, ws.scores, sp.dimension, vs, removed, framed);
 }
 
 void main;
