@@ -100,7 +100,8 @@ expected_rows() {
       printf 'floor\twasm-%s/%s\n' "$e" "$op"
     done
   done
-  for op in matcher decider total total_allcores_per_verdict identify_1k_matcher identify_1k_decider; do
+  for op in matcher decider total hardened_matcher hardened_decider hardened_total total_allcores_per_verdict \
+    identify_1k_matcher identify_1k_decider; do
     printf 'login\t%s\n' "$op"
   done
   printf 'server\tverify_1to1/threads=1\nserver\tidentify_1toN/threads=1\n'

@@ -37,7 +37,9 @@ fn quantized_eer_within_half_a_point_of_float() {
             (r.eer_quantized - r.eer_float).abs() <= 0.005,
             "d={d}: {r:?}"
         );
-        // Rounding moves a unit vector by at most sqrt(d)/(2s); measured far less.
-        assert!(r.max_cosine_error < 0.03, "d={d}: {r:?}");
+        // Rounding moves a unit vector by at most sqrt(d)/(2s) (0.12 at
+        // d = 128, s = 47, the few levels the well-formedness checks need);
+        // measured at most 0.043 on 1000 identities (docs/ACCURACY.md).
+        assert!(r.max_cosine_error < 0.06, "d={d}: {r:?}");
     }
 }

@@ -21,7 +21,8 @@ use super::{ApiError, Gate};
 
 /// Per-route body limits, derived from the parameters: the largest valid
 /// object of each kind (anything longer is refused with 413 and never
-/// buffered past the limit).
+/// buffered past the limit). Fields in name order, as `/v1/params` lists
+/// them.
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct Limits {
     /// A ciphertext of size 3 over every prime of Q, unseeded.
@@ -29,6 +30,8 @@ pub struct Limits {
     /// The keys framing: two length prefixes, an unseeded public key and an
     /// unseeded relinearization key.
     pub keys: usize,
+    /// A login probe: a ciphertext, or in login mode a bundle of one sample.
+    pub probe: usize,
     /// A list of score replies for one identification (what a decider
     /// reads).
     pub replies: usize,
@@ -38,14 +41,12 @@ pub struct Limits {
     /// A template upload: a ciphertext, or in login mode a bundle of the
     /// most samples with their one-hot ciphertexts.
     pub template: usize,
-    /// A login probe: a ciphertext, or in login mode a bundle of one sample.
-    pub probe: usize,
-    /// What a decider reads for a verdict: the score reply and the probe's
-    /// check replies, in the list framing.
-    pub verdict: usize,
     /// What a decider reads to check a template: the check replies of the
     /// most samples.
     pub template_checks: usize,
+    /// What a decider reads for a verdict: the score reply and the probe's
+    /// check replies, in the list framing.
+    pub verdict: usize,
 }
 
 impl Limits {

@@ -141,6 +141,10 @@ impl VerifyTimes {
     }
 }
 
+/// What a verification computes: the reply's bytes, the check replies (login
+/// mode), the user's parsed objects and the times.
+type Computed = (Vec<u8>, Vec<Vec<u8>>, Arc<Loaded>, VerifyTimes);
+
 /// Verifies `probe` against `user`'s template: the user's parsed objects
 /// come from the cache, or are read and parsed (and then cached).
 pub(super) async fn verify_user(
@@ -165,84 +169,82 @@ pub(super) async fn verify_user(
     let audit_user = user.clone();
     let queued = Instant::now();
     let (reply, checks, loaded, mut t) = st
-        .compute_here(
-            move || -> ApiResult<(Vec<u8>, Vec<Vec<u8>>, Arc<Loaded>, VerifyTimes)> {
-                let start = Instant::now();
-                let queue_us = queued.elapsed().as_micros() as u64;
-                let (params, verifier) = (&state.params, &state.verifier);
-                let (probe, one_hot) = match &probe {
-                    ProbeBody::Ciphertext(b) => (parse_fresh_ciphertext(params, "probe", b)?, None),
-                    ProbeBody::Bundle(b, login) => {
-                        // Sizes and levels are the checker's to refuse.
-                        let bundle = Bundle::from_bytes_untrusted(params, b)
-                            .map_err(|e| ApiError::format("probe bundle", e))?;
-                        (bundle.packed, Some((bundle.one_hot, login.clone())))
-                    }
-                };
-                let loaded = match (cached, record) {
-                    (Some(l), _) => l,
-                    (None, Some(rec)) => Arc::new(parse_record(params, verifier, rec)?),
-                    (None, None) => return Err(ApiError::internal("no user record")),
-                };
-                let parse_us = start.elapsed().as_micros() as u64;
-                let reply = verifier.verify_prepared(
-                    &loaded.template,
-                    &probe,
-                    &loaded.pk,
-                    loaded.rk.as_ref(),
-                )?;
-                // Relinearized, the reply goes out in its compact form.
-                let bytes = match loaded.rk {
-                    Some(_) => verifier.compact(&reply)?.to_bytes(),
-                    None => reply.to_bytes(),
-                };
-                // In login mode, the checks that the probe is well-formed.
-                let checks = match (one_hot, &loaded.rk) {
-                    (Some((one_hot, login)), Some(rk)) => login
-                        .checker
-                        .check(&probe, Packed::Probe, &one_hot, &loaded.pk, rk)?
-                        .items(),
-                    (Some(_), None) => {
-                        return Err(ApiError::internal(
-                            "login mode without a relinearization key",
-                        ))
-                    }
-                    (None, _) => Vec::new(),
-                };
-                let total = start.elapsed().as_micros() as u64;
-                // The audit row, journaled before the reply is sent (see
-                // `AuditLog`). Its time is storage time, not part of `match`.
-                let audit_us = match when {
-                    Audit::Now => state
-                        .audit
-                        .record(
-                            AuditRow {
-                                user: audit_user,
-                                ts: now_millis(),
-                                outcome: "ok".into(),
-                                duration_us: total,
-                            },
-                            loaded.user_id,
-                        )
-                        .map_err(ApiError::audit)?
-                        .as_micros() as u64,
-                    Audit::Later => 0,
-                };
-                Ok((
-                    bytes,
-                    checks,
-                    loaded,
-                    VerifyTimes {
-                        queue_us,
-                        parse_us,
-                        match_us: total - parse_us,
-                        audit_us,
-                        db_us: audit_us,
-                        count: 0,
-                    },
-                ))
-            },
-        )
+        .compute_here(move || -> ApiResult<Computed> {
+            let start = Instant::now();
+            let queue_us = queued.elapsed().as_micros() as u64;
+            let (params, verifier) = (&state.params, &state.verifier);
+            let (probe, one_hot) = match &probe {
+                ProbeBody::Ciphertext(b) => (parse_fresh_ciphertext(params, "probe", b)?, None),
+                ProbeBody::Bundle(b, login) => {
+                    // Sizes and levels are the checker's to refuse.
+                    let bundle = Bundle::from_bytes_untrusted(params, b)
+                        .map_err(|e| ApiError::format("probe bundle", e))?;
+                    (bundle.packed, Some((bundle.one_hot, login.clone())))
+                }
+            };
+            let loaded = match (cached, record) {
+                (Some(l), _) => l,
+                (None, Some(rec)) => Arc::new(parse_record(params, verifier, rec)?),
+                (None, None) => return Err(ApiError::internal("no user record")),
+            };
+            let parse_us = start.elapsed().as_micros() as u64;
+            let reply = verifier.verify_prepared(
+                &loaded.template,
+                &probe,
+                &loaded.pk,
+                loaded.rk.as_ref(),
+            )?;
+            // Relinearized, the reply goes out in its compact form.
+            let bytes = match loaded.rk {
+                Some(_) => verifier.compact(&reply)?.to_bytes(),
+                None => reply.to_bytes(),
+            };
+            // In login mode, the checks that the probe is well-formed.
+            let checks = match (one_hot, &loaded.rk) {
+                (Some((one_hot, login)), Some(rk)) => login
+                    .checker
+                    .check(&probe, Packed::Probe, &one_hot, &loaded.pk, rk)?
+                    .items(),
+                (Some(_), None) => {
+                    return Err(ApiError::internal(
+                        "login mode without a relinearization key",
+                    ))
+                }
+                (None, _) => Vec::new(),
+            };
+            let total = start.elapsed().as_micros() as u64;
+            // The audit row, journaled before the reply is sent (see
+            // `AuditLog`). Its time is storage time, not part of `match`.
+            let audit_us = match when {
+                Audit::Now => state
+                    .audit
+                    .record(
+                        AuditRow {
+                            user: audit_user,
+                            ts: now_millis(),
+                            outcome: "ok".into(),
+                            duration_us: total,
+                        },
+                        loaded.user_id,
+                    )
+                    .map_err(ApiError::audit)?
+                    .as_micros() as u64,
+                Audit::Later => 0,
+            };
+            Ok((
+                bytes,
+                checks,
+                loaded,
+                VerifyTimes {
+                    queue_us,
+                    parse_us,
+                    match_us: total - parse_us,
+                    audit_us,
+                    db_us: audit_us,
+                    count: 0,
+                },
+            ))
+        })
         .await??;
     t.count = loaded.count;
     let (user_id, key_epoch, template_checked) =
