@@ -174,20 +174,11 @@ impl Verifier {
     /// Uniform values mod t on every coefficient except the score positions.
     fn mask(&self, rng: &mut Prng) -> Result<crate::bfv::Plaintext, MatchError> {
         let t = self.params.plaintext_modulus();
-        // Lemire's multiply-and-reject: the high half of x·t is uniform in
-        // [0, t) once draws whose low half falls below (2^32 - t) mod t are
-        // discarded (for t = 65537, 1 in 65537). One draw and one multiply
-        // per coefficient, no division; rejection depends only on discarded
-        // draws.
-        let threshold = t.wrapping_neg() % t;
+        // One draw per coefficient, the score positions' discarded, so that
+        // the stream does not depend on the layout.
         let coeffs: Vec<u32> = (0..self.params.degree())
             .map(|i| {
-                let r = loop {
-                    let m = rng.next_u32() as u64 * t as u64;
-                    if m as u32 >= threshold {
-                        break (m >> 32) as u32;
-                    }
-                };
+                let r = super::wellformed::uniform_mod(rng, t);
                 if is_score_position(self.dim, i) {
                     0
                 } else {

@@ -139,6 +139,16 @@ pub enum Malformed {
     Norm { sample: usize, norm2: u32, max: i64 },
 }
 
+/// One-hot ciphertexts per sample of `dim` components of `levels` levels.
+fn per_sample(params: &Params, dim: usize, levels: usize) -> usize {
+    dim.div_ceil(params.degree() / levels)
+}
+
+/// One-hot ciphertexts per sample for `q`'s embeddings.
+pub fn ciphertexts_per_sample(params: &Params, q: &Quantizer) -> usize {
+    per_sample(params, q.dim(), q.levels())
+}
+
 /// The one-hot layout for one dimension: `L` levels per component,
 /// `n / L` components per ciphertext.
 #[derive(Clone, Debug)]
@@ -168,7 +178,7 @@ impl OneHot {
 
     /// One-hot ciphertexts per sample (1 at d = 128 for `auth4096`).
     pub fn ciphertexts_per_sample(&self) -> usize {
-        self.dim.div_ceil(self.per_ciphertext())
+        per_sample(&self.params, self.dim, self.levels)
     }
 
     /// The value of level `j`.
@@ -234,7 +244,10 @@ pub struct CheckReplies {
     pub norms: Vec<ScoreReply>,
 }
 
-/// A draw uniform in `[0, t)` (Lemire's multiply-and-reject).
+/// A draw uniform in `[0, t)`: Lemire's multiply-and-reject, the high half
+/// of `x·t` once draws whose low half falls below `(2^32 − t) mod t` are
+/// discarded (for t = 65537, 1 in 65537); one draw and one multiply, no
+/// division, and rejection depends only on discarded draws.
 pub(crate) fn uniform_mod(rng: &mut Prng, t: u32) -> u32 {
     let threshold = t.wrapping_neg() % t;
     loop {
@@ -530,7 +543,7 @@ impl CheckReplies {
         sk: &SecretKey,
         q: &Quantizer,
     ) -> Result<Result<Vec<u32>, Malformed>, MatchError> {
-        let per = OneHot::new(sk.params(), q)?.ciphertexts_per_sample();
+        let per = ciphertexts_per_sample(sk.params(), q);
         if self.sums.len() != SUM_CHECKS || self.bits.len() != self.norms.len() * per {
             return Err(MatchError::OneHotCount {
                 expected: self.norms.len() * per,

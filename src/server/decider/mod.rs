@@ -20,7 +20,7 @@ pub mod user_keys;
 use crate::bfv::{Params, PublicKey, RelinKey};
 use crate::error::BfvError;
 use crate::error::MatchError;
-use crate::matching::wellformed::{CheckReplies, Malformed, OneHot};
+use crate::matching::wellformed::{ciphertexts_per_sample, CheckReplies, Malformed};
 use crate::matching::{Quantizer, ScoreReply};
 
 use super::verdict::{Claims, KeyStatement, Reason, VerdictKeys};
@@ -152,9 +152,7 @@ impl Decider {
 
     /// One-hot ciphertexts per sample (what a bundle carries).
     pub fn one_hot_per_sample(&self) -> usize {
-        OneHot::new(&self.params, &self.quantizer)
-            .map(|l| l.ciphertexts_per_sample())
-            .unwrap_or(1)
+        ciphertexts_per_sample(&self.params, &self.quantizer)
     }
 
     /// Judges the checks of a template at enrollment: `Ok` when every
