@@ -362,7 +362,7 @@ fi
 
 # --- the well-formedness attacks at full count (release build) -------------------
 # 10 000 probes with coefficients uniform mod t, each through the matcher's
-# checks and the decider's reads; debug builds and emulation run 40.
+# checks and the decider's reads; debug builds and emulation run 8.
 if want attacks; then
   test_run attacks "" $((15 * MIN)) \
     "${NATIVE_ENV[@]}" cargo test --release --lib wellformed --no-fail-fast || true

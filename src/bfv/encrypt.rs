@@ -216,18 +216,19 @@ impl PublicKey {
 }
 
 impl PublicKey {
-    /// A fresh encryption of `pt` over every prime whose noise is flooded at
-    /// `positions` ([`PkEncryptionParts::flood`], `2^-k` of a step): added
-    /// to a ciphertext under this key, it re-randomizes it and hides its own
-    /// noise at those positions from whoever decrypts.
+    /// A fresh encryption of `pt` over the first `limbs` primes whose noise
+    /// is flooded at `positions` ([`PkEncryptionParts::flood`], `2^-k` of a
+    /// step): added to a ciphertext under this key at that level, it
+    /// re-randomizes it and hides its own noise at those positions from
+    /// whoever decrypts.
     pub(crate) fn encrypt_flooded_with(
         &self,
         pt: &Plaintext,
+        limbs: usize,
         positions: impl Iterator<Item = usize>,
         k: u32,
         rng: &mut Prng,
     ) -> Ciphertext {
-        let limbs = self.params.limbs();
         let plans = &self.params.plans_q()[..limbs];
         let mut parts = PkEncryptionParts::sample(self, rng, pt, limbs);
         parts.flood(&self.params, positions, k, rng);
@@ -281,14 +282,7 @@ impl PkEncryptionParts {
         PkEncryptionParts { coeff: [e1, e2], u }
     }
 
-    /// Adds to `e1`, at each of `positions`, an integer drawn uniformly
-    /// from `[-B, B]` with `B = floor(Δ / 2^k)` for the parts' level: noise
-    /// flooding. Whoever decrypts then reads, at those positions, the
-    /// ciphertext's own noise plus this one; the two noises' sum is within
-    /// statistical distance `|e| / (2B + 1)` of the flood alone, so it says
-    /// next to nothing about `e` (which depends on the inputs and on
-    /// randomness the decrypting party never saw). The phase moves by at most
-    /// `2^-k` of a plaintext step.
+    /// Adds to `e1` the flood of [`flood`] at `positions`.
     pub(crate) fn flood(
         &mut self,
         params: &super::Params,
@@ -296,33 +290,7 @@ impl PkEncryptionParts {
         k: u32,
         rng: &mut Prng,
     ) {
-        let limbs = self.coeff[0].limbs();
-        let moduli: Vec<u32> = params.plans_q()[..limbs]
-            .iter()
-            .map(|p| p.modulus().value())
-            .collect();
-        // Q of the level fits in 128 bits (at most four 31-bit primes).
-        let q: u128 = moduli.iter().map(|&m| m as u128).product();
-        let bound = (q / params.plaintext_modulus() as u128) >> k;
-        let width = 2 * bound + 1;
-        let bits = 128 - width.leading_zeros();
-        for j in positions {
-            // Uniform in [0, width) by rejection from `bits`-bit draws.
-            let r = loop {
-                let x = (((rng.next_u64() as u128) << 64) | rng.next_u64() as u128)
-                    & (u128::MAX >> (128 - bits));
-                if x < width {
-                    break x;
-                }
-            };
-            for (i, &m) in moduli.iter().enumerate() {
-                let m128 = m as u128;
-                // r - B mod m, as r + (m - B mod m).
-                let add = ((r % m128 + m128 - bound % m128) % m128) as u32;
-                let c = &mut self.coeff[0].limb_mut(i)[j];
-                *c = ((*c as u64 + add as u64) % m as u64) as u32;
-            }
-        }
+        flood(&mut self.coeff[0], params, positions, k, rng);
     }
 
     /// The coefficient-domain terms `(e1 + Δ·pt, e2)`.
@@ -349,4 +317,127 @@ fn add_key_terms(
     let plans = &pk.params.plans_q()[..u.limbs()];
     c0.mul_acc_mont(&pk.p0, u, plans);
     c1.mul_acc_mont(&pk.p1, u, plans);
+}
+
+/// Adds to `poly` (coefficient form, `e1` of an encryption or `c0` of a
+/// ciphertext), at each of `positions`, an integer drawn uniformly
+/// from `[-B, B]` with `B = floor(Δ / 2^k)` for the parts' level: noise
+/// flooding. Whoever decrypts then reads, at those positions, the
+/// ciphertext's own noise plus this one; the two noises' sum is within
+/// statistical distance `|e| / (2B + 1)` of the flood alone, so it says
+/// next to nothing about `e` (which depends on the inputs and on
+/// randomness the decrypting party never saw). The phase moves by at most
+/// `2^-k` of a plaintext step.
+pub(crate) fn flood(
+    poly: &mut RnsPoly<Coeff>,
+    params: &Params,
+    positions: impl Iterator<Item = usize>,
+    k: u32,
+    rng: &mut Prng,
+) {
+    let limbs = poly.limbs();
+    let moduli: Vec<_> = params.plans_q()[..limbs]
+        .iter()
+        .map(|p| *p.modulus())
+        .collect();
+    // Q of the level fits in 128 bits (at most four 31-bit primes).
+    let q: u128 = moduli.iter().map(|m| m.value() as u128).product();
+    let bound = (q / params.plaintext_modulus() as u128) >> k;
+    let width = 2 * bound + 1;
+    let bits = 128 - width.leading_zeros();
+    // Per prime m: 2^64 mod m and −B mod m, so that a draw's residue is two
+    // Barrett reductions of 64-bit sums (three past 96 bits), no division.
+    let consts: Vec<[u64; 2]> = moduli
+        .iter()
+        .map(|m| {
+            let v = m.value() as u128;
+            [((1u128 << 64) % v) as u64, ((v - bound % v) % v) as u64]
+        })
+        .collect();
+    let wide = bits > 96;
+    for j in positions {
+        // Uniform in [0, width) by rejection from `bits`-bit draws.
+        let r = loop {
+            let x = (((rng.next_u64() as u128) << 64) | rng.next_u64() as u128)
+                & (u128::MAX >> (128 - bits));
+            if x < width {
+                break x;
+            }
+        };
+        let (lo, hi) = (r as u64, (r >> 64) as u64);
+        for (i, (m, [c64, minus_b])) in moduli.iter().zip(&consts).enumerate() {
+            // r − B + c mod m: hi·(2^64 mod m) is below 2^63 once hi < 2^32.
+            let hi = if wide { m.reduce_u64(hi) as u64 } else { hi };
+            let c = &mut poly.limb_mut(i)[j];
+            *c = m.reduce_u64(m.reduce_u64(lo) as u64 + hi * c64 + minus_b + *c as u64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The flood's residues against the same draws reduced with u128
+    /// remainders: every level of `auth4096`, and four 30-bit primes at
+    /// n = 8192 (draws past 96 bits).
+    #[test]
+    fn flood_matches_u128_remainders() {
+        let primes: Vec<u64> = crate::arith::ntt_primes(30, 8192, 5)
+            .unwrap()
+            .into_iter()
+            .map(u64::from)
+            .collect();
+        let wide = Params::builder()
+            .degree(8192)
+            .plaintext_modulus(65537)
+            .ciphertext_primes(&primes[..4])
+            .special_prime(primes[4])
+            .build()
+            .unwrap();
+        let auth = Params::auth4096();
+        let cases = (1..=auth.limbs())
+            .map(|l| (&auth, l))
+            .chain([(&wide, wide.limbs())]);
+        for (params, limbs) in cases {
+            let n = params.degree();
+            let moduli: Vec<u128> = params.plans_q()[..limbs]
+                .iter()
+                .map(|p| p.modulus().value() as u128)
+                .collect();
+            let mut before = RnsPoly::<Coeff>::zero(n, limbs);
+            for (i, &m) in moduli.iter().enumerate() {
+                for (j, c) in before.limb_mut(i).iter_mut().enumerate() {
+                    *c = ((j as u128 * 2_654_435_761) % m) as u32;
+                }
+            }
+            for k in [0u32, 2, 6, 20] {
+                let seed = [k as u8 + 10 * limbs as u8; 32];
+                let mut fast = before.clone();
+                flood(&mut fast, params, 0..n, k, &mut Prng::from_seed(seed));
+                let q: u128 = moduli.iter().product();
+                let bound = (q / params.plaintext_modulus() as u128) >> k;
+                let width = 2 * bound + 1;
+                let bits = 128 - width.leading_zeros();
+                let mut r = Prng::from_seed(seed);
+                for j in 0..n {
+                    let x = loop {
+                        let x = (((r.next_u64() as u128) << 64) | r.next_u64() as u128)
+                            & (u128::MAX >> (128 - bits));
+                        if x < width {
+                            break x;
+                        }
+                    };
+                    for (i, &m) in moduli.iter().enumerate() {
+                        let want = (before.limb(i)[j] as u128 + x % m + m - bound % m) % m;
+                        assert_eq!(
+                            fast.limb(i)[j] as u128,
+                            want,
+                            "n {n} limbs {limbs} k {k} j {j}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }

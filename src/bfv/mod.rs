@@ -23,7 +23,7 @@ pub(crate) mod serialize;
 pub use ciphertext::Ciphertext;
 pub(crate) use encoding::centred;
 pub use encoding::{BatchEncoder, CoefficientEncoder};
-pub(crate) use encrypt::PkEncryptionParts;
+pub(crate) use encrypt::{flood, scaled_message, PkEncryptionParts};
 pub use eval::{Evaluator, PlaintextNtt, PreparedCiphertext};
 pub use galois::{
     column_swap_element, row_rotation_element, GaloisKeys, RelinKey, MAX_GALOIS_KEYS,

@@ -18,6 +18,7 @@
 //! (already masked) are simply left out, so the key holder has no way to
 //! decrypt anything but the scores.
 
+use crate::bfv::poly::{Coeff, RnsPoly};
 use crate::bfv::{Ciphertext, Params, SecretKey, ToPowerOfTwo};
 use crate::error::MatchError;
 use zeroize::Zeroize;
@@ -73,6 +74,17 @@ impl ScoreReply {
     /// `dim`. The reply must be relinearized (size 2); a size-3 product
     /// stays a ciphertext, as `c2·s²` would need far more than 32 bits.
     pub fn from_ciphertext(ct: &Ciphertext, dim: usize) -> Result<Self, MatchError> {
+        Self::from_ciphertext_plus(ct, None, dim)
+    }
+
+    /// The compact form of `ct` with the coefficient-domain polynomial
+    /// `plus` (over `ct`'s primes) added to its `c0`: the same reply as that
+    /// of the sum, without transforming `plus` there and back.
+    pub(crate) fn from_ciphertext_plus(
+        ct: &Ciphertext,
+        plus: Option<&RnsPoly<Coeff>>,
+        dim: usize,
+    ) -> Result<Self, MatchError> {
         let params = ct.params();
         super::quantize::Quantizer::new(params, dim)?;
         if ct.size() != 2 {
@@ -80,7 +92,10 @@ impl ScoreReply {
         }
         let plans = &params.plans_q()[..ct.level()];
         let scale = ToPowerOfTwo::new(plans.iter().map(|p| *p.modulus()).collect());
-        let [c0, c1] = [0, 1].map(|k| ct.coeff_poly(k));
+        let [mut c0, c1] = [0, 1].map(|k| ct.coeff_poly(k));
+        if let Some(x) = plus {
+            c0.add_assign(x, plans);
+        }
         // c0 only at the score positions: those residues, limb by limb.
         let per = templates_per_ciphertext(params, dim);
         let rows0: Vec<Vec<u32>> = (0..c0.limbs())

@@ -372,6 +372,11 @@ suite_test! {
         assert_eq!(prepared.ciphertext(), &ca);
         assert_eq!(ev.multiply_relin_prepared(&prepared, &cb, &rk).unwrap(), prod);
         assert_eq!(ev.multiply_prepared(&prepared, &cb).unwrap(), ev.multiply(&ca, &cb).unwrap());
+        // A square extends its one factor once: the same ciphertext as the
+        // product of two copies.
+        let square = ev.multiply_relin(&ca, &ca, &rk).unwrap();
+        assert_eq!(square, ev.multiply_relin(&ca, &ca.clone(), &rk).unwrap());
+        assert_eq!(dec(&square), a.iter().map(|x| modt(x * x, t)).collect::<Vec<_>>());
         // Multiplying straight down to fewer primes gives the same message.
         for limbs in [3, 2] {
             let c = ev.multiply_prepared_to(&prepared, &cb, Some(&rk), limbs).unwrap();

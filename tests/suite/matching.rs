@@ -1,8 +1,10 @@
 //! The matching layer: quantizer bounds, packed inner products, 1:1 verify
-//! with response hygiene, 1:N identify; all against i64 references.
+//! with response hygiene, 1:N identify, the well-formedness checks on the
+//! client's bundles; all against i64 references.
 
 use super::oracle::Rng;
 use blindmatch::bfv::{CoefficientEncoder, Params, Prng, PublicKey, RelinKey, SecretKey};
+use blindmatch::matching::wellformed::{Bundle, Checker, Malformed, Packed};
 use blindmatch::matching::{
     client, pack, Gallery, Identifier, Quantizer, ScoreReply, Verifier, DIMENSIONS,
 };
@@ -529,5 +531,47 @@ suite_test! {
             id_of(64).identify(&gallery, &sk, &[1.0; 64], 1),
             Err(MatchError::GalleryDimension { expected: 64, found: 128 })
         );
+    }
+
+    fn client_bundles_pass_the_checks_and_scaled_probes_do_not() {
+        // The browser's side of the well-formedness checks (quantize, one-hot
+        // encode, encrypt, frame) and the matcher's and decider's, on this
+        // target: an honest probe and template pass with their exact squared
+        // norms; a packed probe doubled beside its honest one-hot part fails
+        // the sum checks.
+        let params = Params::auth4096();
+        let d = 128;
+        let mut prng = seeded(9);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let pk = PublicKey::new_with(&sk, &mut prng);
+        let rk = RelinKey::new_with(&sk, &mut prng);
+        let q = Quantizer::new(&params, d).unwrap();
+        let checker = Checker::new(&params, d).unwrap();
+        let mut rng = Rng::new(29);
+        let faces: Vec<Vec<f32>> = (0..2).map(|_| embedding(&mut rng, d)).collect();
+        let norm2 = |e: &[f32]| { let a = q.quantize(e).unwrap(); dot(&a, &a) as u32 };
+
+        let bundle = client::encrypt_probe_bundle(&pk, &q, &faces[0], &mut prng).unwrap();
+        let bytes = bundle.to_bytes();
+        let back = Bundle::from_bytes_untrusted(&params, &bytes).unwrap();
+        assert_eq!(back, bundle);
+        let replies = checker
+            .check_with(&back.packed, Packed::Probe, &back.one_hot, &pk, &rk, &mut prng)
+            .unwrap();
+        assert_eq!(replies.judge(&sk, &q).unwrap(), Ok(vec![norm2(&faces[0])]));
+
+        let doubled: Vec<i32> = q.quantize(&faces[0]).unwrap().iter().map(|&x| 2 * x).collect();
+        let packed = pk.encrypt_with(&pack::pack_probe(&params, &doubled).unwrap(), &mut prng).unwrap();
+        let replies = checker
+            .check_with(&packed, Packed::Probe, &back.one_hot, &pk, &rk, &mut prng)
+            .unwrap();
+        assert!(matches!(replies.judge(&sk, &q).unwrap(), Err(Malformed::Sums { .. })));
+
+        let refs: Vec<&[f32]> = faces.iter().map(|e| e.as_slice()).collect();
+        let template = client::encrypt_template_bundle(&pk, &q, &refs, &mut prng).unwrap();
+        let replies = checker
+            .check_with(&template.packed, Packed::Template { samples: 2 }, &template.one_hot, &pk, &rk, &mut prng)
+            .unwrap();
+        assert_eq!(replies.judge(&sk, &q).unwrap(), Ok(faces.iter().map(|e| norm2(e)).collect()));
     }
 }

@@ -28,16 +28,20 @@
 //!
 //! The decider reads only these: all-zero plaintexts, constant coefficients
 //! that are zero, and one squared norm per sample (what it learns about an
-//! honest client). Each reply is re-randomized by a fresh encryption and
-//! flooded where the decider reads it.
+//! honest client). A bits reply is re-randomized by a fresh encryption and
+//! flooded at every coefficient; a sum or norm reply, a product with
+//! plaintexts only, is masked and flooded at the score positions its compact
+//! form carries.
 
+use crate::bfv::poly::{Coeff, RnsPoly};
+use crate::bfv::{flood, scaled_message};
 use crate::bfv::{
     BatchEncoder, Ciphertext, Evaluator, Params, Plaintext, PlaintextNtt, Prng, PublicKey,
     RelinKey, SecretKey,
 };
 use crate::error::MatchError;
 
-use super::pack::score_position;
+use super::pack::{score_position, templates_per_ciphertext};
 use super::quantize::Quantizer;
 use super::ScoreReply;
 
@@ -49,10 +53,10 @@ pub use wire::{frame, split, Bundle};
 /// them with probability `t^-3` (2^-48 at t = 65537).
 pub const SUM_CHECKS: usize = 3;
 
-/// The flood on the read coefficients of a sum or norm reply, `2^-k` of a
+/// The flood on the score positions of a sum or norm reply, `2^-k` of a
 /// plaintext step. Those replies are products with plaintexts only and keep
 /// about 35 bits of budget before it (statistical distance about `2^-31` per
-/// read coefficient); the flood leaves 5.
+/// score position); the flood leaves 5.
 pub const SUM_FLOOD_BITS: u32 = 6;
 
 /// The flood on every coefficient of a bits reply (`H⊙H − H`), `2^-k` of a
@@ -363,30 +367,42 @@ impl Checker {
                 }));
             }
         }
-        let zero = Plaintext::from_coeffs(&self.params, &[])?;
         let bits = one_hot
             .iter()
-            .map(|h| {
-                let mut x = self.ev.multiply_relin(h, h, rk)?;
-                self.ev.sub_assign(&mut x, h)?;
-                let fresh = self.fresh(pk, &zero, rng);
-                self.ev.add_assign(&mut x, &fresh)?;
-                Ok(x)
-            })
+            .map(|h| self.bits(h, pk, rk, rng))
             .collect::<Result<Vec<_>, MatchError>>()?;
         let sums = (0..SUM_CHECKS)
             .map(|_| {
                 let (y, constant) = self.sum_check(packed, kind, one_hot, rng)?;
-                ScoreReply::from_ciphertext(&self.finish(y, constant, pk, rng)?, self.layout.dim)
+                self.finish(y, constant, rng)
             })
             .collect::<Result<Vec<_>, MatchError>>()?;
         let norms = (0..samples)
-            .map(|k| {
-                let acc = self.norm(one_hot, k)?;
-                ScoreReply::from_ciphertext(&self.finish(acc, 0, pk, rng)?, self.layout.dim)
-            })
+            .map(|k| self.finish(self.norm(one_hot, k)?, 0, rng))
             .collect::<Result<Vec<_>, MatchError>>()?;
         Ok(CheckReplies { bits, sums, norms })
+    }
+
+    /// A bits reply: `H⊙H − H` (a square: its one factor is extended to
+    /// the multiplication base once), relinearized, plus a fresh encryption
+    /// of zero flooded at every coefficient.
+    fn bits(
+        &self,
+        h: &Ciphertext,
+        pk: &PublicKey,
+        rk: &RelinKey,
+        rng: &mut Prng,
+    ) -> Result<Ciphertext, MatchError> {
+        let mut x = self.ev.multiply_relin(h, h, rk)?;
+        self.ev.sub_assign(&mut x, h)?;
+        let zero = Plaintext::from_coeffs(&self.params, &[])?;
+        let limbs = self.params.limbs();
+        let fresh = match self.floods {
+            Some((k, _)) => pk.encrypt_flooded_with(&zero, limbs, 0..self.params.degree(), k, rng),
+            None => pk.encrypt_flooded_with(&zero, limbs, 0..0, 0, rng),
+        };
+        self.ev.add_assign(&mut x, &fresh)?;
+        Ok(x)
     }
 
     /// Sample `k`'s squared norm at the constant coefficient.
@@ -402,15 +418,6 @@ impl Checker {
             }
         }
         Ok(acc.expect("at least one one-hot ciphertext per sample"))
-    }
-
-    /// A fresh encryption of zero flooded at every coefficient (a bits
-    /// reply's re-randomization).
-    fn fresh(&self, pk: &PublicKey, zero: &Plaintext, rng: &mut Prng) -> Ciphertext {
-        match self.floods {
-            Some((k, _)) => pk.encrypt_flooded_with(zero, 0..self.params.degree(), k, rng),
-            None => pk.encrypt_flooded_with(zero, 0..0, 0, rng),
-        }
     }
 
     /// One sum check: random weights `w` on every packed coefficient, `a`
@@ -452,14 +459,22 @@ impl Checker {
             for c in 0..per {
                 let mut slots = vec![0i64; n];
                 let comps = self.layout.components(c);
+                // Slot j of a component holds n·(a − w·v_j) with v_j = v_0 + j:
+                // n·(a − w·v_0) stepped down by n·w per level, no division.
+                let nn = n as u64 % tt;
+                let v0 = self.layout.value(0).rem_euclid(t as i64) as u64;
                 for (local, i) in comps.clone().enumerate() {
                     let a = uniform_mod(rng, t) as u64;
                     total_a += a;
-                    let wp = w[kind.position(d, k, i)] as u64;
-                    for j in 0..levels {
-                        let v = self.layout.value(j).rem_euclid(t as i64) as u64;
-                        let weight = (a + tt - wp * v % tt) % tt;
-                        slots[local * levels + j] = ((weight * n as u64) % tt) as i64;
+                    let step = w[kind.position(d, k, i)] as u64 * nn % tt;
+                    let mut weight = (a * nn % tt + tt - step * v0 % tt) % tt;
+                    for slot in &mut slots[local * levels..(local + 1) * levels] {
+                        *slot = weight as i64;
+                        weight = if weight >= step {
+                            weight - step
+                        } else {
+                            weight + tt - step
+                        };
                     }
                 }
                 for slot in slots.iter_mut().skip(comps.len() * levels) {
@@ -479,35 +494,47 @@ impl Checker {
     }
 
     /// A sum or norm reply: `y + constant` moved to the first score
-    /// position, every other coefficient masked with uniform values, flooded
-    /// there (then sent in compact form).
+    /// position, the other score positions masked with uniform values, all
+    /// of them flooded, in compact form. No fresh encryption is needed: the
+    /// product of client ciphertexts with plaintexts has for `c1` a
+    /// combination of the clients' `c1` alone, which says nothing of any
+    /// message, and the compact form carries `c0` at the score positions
+    /// only (docs/PROTOCOL.md, "Well-formed embeddings").
     fn finish(
+        &self,
+        y: Ciphertext,
+        constant: u32,
+        rng: &mut Prng,
+    ) -> Result<ScoreReply, MatchError> {
+        let (y, plus) = self.finish_parts(y, constant, rng)?;
+        ScoreReply::from_ciphertext_plus(&y, Some(&plus), self.layout.dim)
+    }
+
+    /// [`Self::finish`] before the compact form: `y` moved, and what its
+    /// `c0` gets in coefficient form after its inverse transforms (the mask
+    /// and the flood).
+    fn finish_parts(
         &self,
         mut y: Ciphertext,
         constant: u32,
-        pk: &PublicKey,
         rng: &mut Prng,
-    ) -> Result<Ciphertext, MatchError> {
+    ) -> Result<(Ciphertext, RnsPoly<Coeff>), MatchError> {
         let d = self.layout.dim;
-        let at = score_position(d, 0);
         self.ev.multiply_plain_assign(&mut y, &self.shift)?;
         let t = self.params.plaintext_modulus();
-        let mask: Vec<u32> = (0..self.params.degree())
-            .map(|i| {
-                if i == at {
-                    constant
-                } else {
-                    uniform_mod(rng, t)
-                }
-            })
-            .collect();
+        let positions =
+            (0..templates_per_ciphertext(&self.params, d)).map(|k| score_position(d, k));
+        let mut mask = vec![0u32; self.params.degree()];
+        for at in positions.clone() {
+            mask[at] = uniform_mod(rng, t);
+        }
+        mask[score_position(d, 0)] = constant;
         let mask = Plaintext::from_coeffs(&self.params, &mask)?;
-        let fresh = match self.floods {
-            Some((_, k)) => pk.encrypt_flooded_with(&mask, at..at + 1, k, rng),
-            None => pk.encrypt_flooded_with(&mask, 0..0, 0, rng),
-        };
-        self.ev.add_assign(&mut y, &fresh)?;
-        Ok(y)
+        let mut plus = scaled_message(&self.params, &mask, y.level());
+        if let Some((_, k)) = self.floods {
+            flood(&mut plus, &self.params, positions, k, rng);
+        }
+        Ok((y, plus))
     }
 }
 
