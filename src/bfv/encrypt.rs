@@ -216,19 +216,18 @@ impl PublicKey {
 }
 
 impl PublicKey {
-    /// A fresh encryption of `pt` over the first `limbs` primes whose noise
-    /// is flooded at `positions` ([`PkEncryptionParts::flood`], `2^-k` of a
-    /// step): added to a ciphertext under this key at that level, it
-    /// re-randomizes it and hides its own noise at those positions from
-    /// whoever decrypts.
+    /// A fresh encryption of `pt` over every prime whose noise is flooded at
+    /// `positions` ([`PkEncryptionParts::flood`], `2^-k` of a step): added
+    /// to a ciphertext under this key, it re-randomizes it and hides its own
+    /// noise at those positions from whoever decrypts.
     pub(crate) fn encrypt_flooded_with(
         &self,
         pt: &Plaintext,
-        limbs: usize,
         positions: impl Iterator<Item = usize>,
         k: u32,
         rng: &mut Prng,
     ) -> Ciphertext {
+        let limbs = self.params.limbs();
         let plans = &self.params.plans_q()[..limbs];
         let mut parts = PkEncryptionParts::sample(self, rng, pt, limbs);
         parts.flood(&self.params, positions, k, rng);

@@ -396,11 +396,11 @@ impl Checker {
         let mut x = self.ev.multiply_relin(h, h, rk)?;
         self.ev.sub_assign(&mut x, h)?;
         let zero = Plaintext::from_coeffs(&self.params, &[])?;
-        let limbs = self.params.limbs();
-        let fresh = match self.floods {
-            Some((k, _)) => pk.encrypt_flooded_with(&zero, limbs, 0..self.params.degree(), k, rng),
-            None => pk.encrypt_flooded_with(&zero, limbs, 0..0, 0, rng),
+        let (positions, k) = match self.floods {
+            Some((k, _)) => (0..self.params.degree(), k),
+            None => (0..0, 0),
         };
+        let fresh = pk.encrypt_flooded_with(&zero, positions, k, rng);
         self.ev.add_assign(&mut x, &fresh)?;
         Ok(x)
     }
@@ -454,15 +454,15 @@ impl Checker {
                 .ev
                 .prepare_plain(&Plaintext::from_coeffs(&self.params, &rho)?)?,
         )?;
+        // Slot j of a component holds n·(a − w·v_j) with v_j = v_0 + j:
+        // n·(a − w·v_0) stepped down by n·w per level, no division.
+        let nn = n as u64 % tt;
+        let v0 = self.layout.value(0).rem_euclid(t as i64) as u64;
         let mut total_a = 0u64;
         for k in 0..kind.samples() {
             for c in 0..per {
                 let mut slots = vec![0i64; n];
                 let comps = self.layout.components(c);
-                // Slot j of a component holds n·(a − w·v_j) with v_j = v_0 + j:
-                // n·(a − w·v_0) stepped down by n·w per level, no division.
-                let nn = n as u64 % tt;
-                let v0 = self.layout.value(0).rem_euclid(t as i64) as u64;
                 for (local, i) in comps.clone().enumerate() {
                     let a = uniform_mod(rng, t) as u64;
                     total_a += a;
