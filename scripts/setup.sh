@@ -4,7 +4,9 @@
 # distribution's versions), the wasm32 and aarch64 Rust targets, clippy and
 # rustfmt, wasm-pack and wasm-bindgen-cli (exact versions), and the npm tools
 # of the package tests (exact versions) under target/tools, and jose for the
-# relying-party example (examples/relying-party, at its lockfile's version).
+# relying-party example (examples/relying-party, at its lockfile's version),
+# and the demo's face model (face-api and the tfjs wasm backend, exact
+# versions) under target/face.
 # Idempotent: on a machine that is already set up it finishes in seconds.
 # Called by scripts/test.sh and scripts/bench.sh; the benchmarks' own peers
 # (SEAL through tenseal, node-seal) are set up by scripts/seal_env.sh and
@@ -85,6 +87,31 @@ if [ "${#npm_missing[@]}" -gt 0 ] || [ ! -x target/tools/node_modules/.bin/tsc ]
   log "installing ${NPM_TOOLS[*]} into target/tools"
   mkdir -p target/tools
   npm install --prefix target/tools --save-exact --no-audit --no-fund --loglevel=error "${NPM_TOOLS[@]}"
+fi
+
+# --- the demo's face model ----------------------------------------------------------
+# face-api (its bundle with tfjs, its weights and its sample photos) and the
+# tfjs wasm backend's .wasm files, from npm at pinned versions, into
+# target/face-npm; the files the demo page loads are laid out in target/face
+# (served at /face/ by `serve --face target/face`): face-api.esm.js, model/
+# (detector, landmarks, recognition), wasm/. Not committed: about 13 MB.
+FACE_API_VERSION=1.7.15
+TFJS_WASM_VERSION=4.22.0
+FACE_STAMP="face-api@$FACE_API_VERSION tfjs-backend-wasm@$TFJS_WASM_VERSION"
+if [ "$(cat target/face/VERSION 2>/dev/null || true)" != "$FACE_STAMP" ]; then
+  log "installing the demo's face model ($FACE_STAMP) into target/face"
+  mkdir -p target/face-npm
+  npm install --prefix target/face-npm --save-exact --no-audit --no-fund --loglevel=error \
+    "@vladmandic/face-api@$FACE_API_VERSION" "@tensorflow/tfjs-backend-wasm@$TFJS_WASM_VERSION"
+  fa=target/face-npm/node_modules/@vladmandic/face-api
+  rm -rf target/face.new && mkdir -p target/face.new/model target/face.new/wasm
+  cp "$fa/dist/face-api.esm.js" "$fa/LICENSE" target/face.new/
+  for net in ssd_mobilenetv1_model tiny_face_detector_model face_landmark_68_model face_recognition_model; do
+    cp "$fa/model/$net.bin" "$fa/model/$net-weights_manifest.json" target/face.new/model/
+  done
+  cp target/face-npm/node_modules/@tensorflow/tfjs-backend-wasm/dist/*.wasm target/face.new/wasm/
+  printf '%s\n' "$FACE_STAMP" >target/face.new/VERSION
+  rm -rf target/face && mv target/face.new target/face
 fi
 
 # --- the relying-party example ----------------------------------------------------

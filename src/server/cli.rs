@@ -60,6 +60,12 @@ pub struct ServeArgs {
     /// Directory served at `/pkg/` (the npm package).
     #[arg(long, env = "BLINDMATCH_PKG", default_value = "pkg")]
     pub pkg: PathBuf,
+    /// Directory served at `/face/`: the demo's face model (face-api's
+    /// bundle, weights and the tfjs wasm files, as scripts/setup.sh lays
+    /// them out in `target/face`). Unset: `/face/` answers 404 and the demo
+    /// page offers its simulated identities only.
+    #[arg(long, env = "BLINDMATCH_FACE")]
+    pub face: Option<PathBuf>,
     /// Embedding dimension (64, 128, 256 or 512).
     #[arg(long, env = "BLINDMATCH_DIM", default_value_t = 128)]
     pub dim: usize,

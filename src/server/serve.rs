@@ -96,6 +96,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         slots: Gate::new("verify", threads, args.verify_queue),
         www: args.www.clone(),
         pkg: args.pkg.clone(),
+        face: args.face.clone(),
         service,
         metrics: metrics::Metrics::default(),
         body_timeout: Duration::from_millis(args.body_timeout_ms.max(1)),

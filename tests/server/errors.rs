@@ -383,8 +383,23 @@ fn static_files_have_csp_and_wasm_type() {
     std::fs::write(dir.join("www/js/app.js"), "console.log(1)").unwrap();
     std::fs::write(dir.join("www/.secret"), "no").unwrap();
     std::fs::write(dir.join("pkg/blindmatch_bg.wasm"), b"\0asm\x01\0\0\0").unwrap();
-    let srv = Server::start(&dir, &[]);
+    std::fs::create_dir_all(dir.join("face/model")).unwrap();
+    std::fs::write(dir.join("face/model/net.bin"), b"weights").unwrap();
+    std::fs::write(dir.join("face/model/net-weights_manifest.json"), b"[]").unwrap();
+    let face = dir.join("face");
+    let srv = Server::start(&dir, &["--face", face.to_str().unwrap()]);
     let u = &srv.url;
+    let r = call("GET", &format!("{u}/face/model/net.bin"), None);
+    assert_eq!((r.status, r.body.as_slice()), (200, &b"weights"[..]));
+    assert_eq!(r.content_type, "application/octet-stream");
+    assert_eq!(r.header("content-security-policy"), Some(CSP));
+    let r = call(
+        "GET",
+        &format!("{u}/face/model/net-weights_manifest.json"),
+        None,
+    );
+    assert_eq!(r.content_type, "application/json");
+    call("GET", &format!("{u}/face/..%2fwww/index.html"), None).expect_error(404, "not_found");
     let r = call("GET", &format!("{u}/"), None);
     assert_eq!(r.status, 200);
     assert_eq!(r.content_type, "text/html; charset=utf-8");

@@ -136,6 +136,8 @@ pub struct AppState {
     pub quotas: Quotas,
     pub www: PathBuf,
     pub pkg: PathBuf,
+    /// `--face`: the face model served at `/face/`, if any.
+    pub face: Option<PathBuf>,
     /// 1:N mode: the service key and the galleries (`serve --service-key`).
     pub service: Option<Arc<Service>>,
     /// Request counters for `GET /metrics`.

@@ -1,5 +1,6 @@
-//! The demo page (`--www`, at `/`) and the npm package (`--pkg`, at
-//! `/pkg/`): GET and HEAD of plain file names only.
+//! The demo page (`--www`, at `/`), the npm package (`--pkg`, at `/pkg/`)
+//! and the demo's face model (`--face`, at `/face/`): GET and HEAD of plain
+//! file names only.
 
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::Arc;
@@ -12,7 +13,8 @@ use axum::response::{IntoResponse, Response};
 use super::extract::drain;
 use super::{ApiError, AppState};
 
-/// GET/HEAD of a file under `--www` (at `/`) or `--pkg` (at `/pkg/`).
+/// GET/HEAD of a file under `--www` (at `/`), `--pkg` (at `/pkg/`) or
+/// `--face` (at `/face/`).
 pub(super) async fn static_files(
     State(st): State<Arc<AppState>>,
     method: Method,
@@ -27,11 +29,14 @@ pub(super) async fn static_files(
     if method != Method::GET && method != Method::HEAD {
         return ApiError::method_not_allowed().into_response();
     }
-    let (root, rel) = match path.strip_prefix("/pkg/") {
-        Some(rest) => (&st.pkg, rest),
-        None => (&st.www, path.trim_start_matches('/')),
+    let (root, rel) = if let Some(rest) = path.strip_prefix("/pkg/") {
+        (Some(&st.pkg), rest)
+    } else if let Some(rest) = path.strip_prefix("/face/") {
+        (st.face.as_ref(), rest)
+    } else {
+        (Some(&st.www), path.trim_start_matches('/'))
     };
-    let Some(file) = resolve(root, rel) else {
+    let Some(file) = root.and_then(|root| resolve(root, rel)) else {
         return ApiError::not_found("no such file").into_response();
     };
     let Ok(data) = tokio::fs::read(&file).await else {

@@ -65,6 +65,7 @@ fn state_with(tag: &str, service: Option<Arc<Service>>) -> Arc<AppState> {
         slots: super::Gate::new("verify", 1, 64),
         www: dir.join("www"),
         pkg: dir.join("pkg"),
+        face: None,
         service,
         metrics: Metrics::default(),
         body_timeout: std::time::Duration::from_secs(15),
