@@ -11,6 +11,7 @@
 import { BlindmatchWorker, ServerClient, checkKeyStatement } from '/pkg/index.js';
 import * as keystore from './keystore.js';
 import { DEMO_IDENTITIES, capture, parseEmbeddings } from './embeddings.js';
+import { Camera, FaceReader, takeFaces } from './camera.js';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -19,6 +20,7 @@ const el = {
   progress: $('progress'), progressText: $('progress-text'), error: $('error'), engine: $('engine'),
   outcome: $('outcome'), summary: $('summary'), similarity: $('similarity'),
   shownThreshold: $('shown-threshold'), cosines: $('cosines'), users: $('users'),
+  cameraBox: $('camera-box'), cameraStatus: $('camera-status'),
 };
 
 let worker; // BlindmatchWorker
@@ -26,6 +28,10 @@ let server; // GET /v1/params
 const api = new ServerClient(); // this page's origin: the server that serves it
 let busy = false;
 let rp = null; // the relying party's /rp/config in login mode, else null
+let camera = null; // Camera, once the preview runs
+let faces = null; // FaceReader, once the model is loaded
+let faceLoad = null; // how long loading the face model took
+let faceServed = false; // the server serves the face model (`serve --face`)
 
 /** A call to the relying party's own routes; its JSON, or an Error with its code. */
 async function rpCall(path, body) {
@@ -56,18 +62,39 @@ function userName() {
 }
 
 function source() {
-  return el.form.elements.source.value; // 'demo' | 'json'
+  return el.form.elements.source.value; // 'camera' | 'demo' | 'json'
 }
 
-/** `count` samples from the chosen source: fresh captures, or the pasted ones. */
-function samples(count) {
+/**
+ * `count` samples from the chosen source: camera frames (their model time
+ * added to `rows`), simulated captures, or the pasted ones.
+ */
+async function samples(count, rows) {
   const dim = server.dimension;
+  if (source() === 'camera') {
+    if (faces.dimension !== dim) throw new Error(`the face model gives ${faces.dimension} numbers; the server expects ${dim}`);
+    setBusy(count > 1 ? `Reading ${count} frames with a face…` : 'Reading a frame with a face…');
+    const t0 = performance.now();
+    const got = await takeFaces(camera, faces, count, {
+      onFrame: (have) => { if (count > 1) setBusy(`Reading frames with a face: ${have} of ${count}…`); },
+    });
+    const model = got.ms.reduce((a, b) => a + b, 0);
+    rows.push({ step: `Camera: ${got.frames} frame${got.frames > 1 ? 's' : ''} for ${count} face${count > 1 ? 's' : ''}`, ms: performance.now() - t0 });
+    rows.push({ step: `… of which face model (${faceLoad.where}, ${fmtMs(model / got.frames)} ms a frame)`, ms: model, sub: true });
+    rows.push({ step: `Face model load, once (code ${fmtMs(faceLoad.codeMs)} ms, weights)`, ms: faceLoad.codeMs + faceLoad.weightsMs, sub: true });
+    // For a page that wants the descriptors too (and for the tests): they
+    // never leave this page unencrypted.
+    document.dispatchEvent(new CustomEvent('blindmatch:faces', { detail: { descriptors: got.list.map((d) => Array.from(d)) } }));
+    const note = got.notes.length ? ` (${got.notes.join('; ')})` : '';
+    el.cameraStatus.textContent = `Took ${count} face${count > 1 ? 's' : ''} from ${got.frames} frame${got.frames > 1 ? 's' : ''}${note}.`;
+    return { list: got.list, label: `the camera${note}` };
+  }
   if (source() === 'json') {
     const list = parseEmbeddings(el.embedding.value, dim);
     return { list: list.slice(0, count), label: `pasted embedding${list.length > 1 ? 's' : ''}` };
   }
   const who = el.identity.value;
-  return { list: Array.from({ length: count }, () => capture(who, dim)), label: `demo identity ${who}` };
+  return { list: Array.from({ length: count }, () => capture(who, dim, faceServed ? 'face-api' : 'unit')), label: `demo identity ${who}` };
 }
 
 /** The number of captures to enroll, checked against one template's room. */
@@ -148,8 +175,8 @@ async function run(action) {
 async function register() {
   if (rp) return registerWithTicket();
   const name = userName();
-  const { list, label } = samples(captureCount());
   const rows = [];
+  const { list, label } = await samples(captureCount(), rows);
   let handle;
   let uploaded = false;
   try {
@@ -198,8 +225,8 @@ async function login() {
   if (rp) return loginWithVerdict();
   const name = userName();
   const t = threshold();
-  const { list, label } = samples(1);
   const rows = [];
+  const { list, label } = await samples(1, rows);
   let handle;
   let result;
   try {
@@ -271,8 +298,8 @@ async function encryptorFor(rows, name) {
 
 async function registerWithTicket() {
   const name = userName();
-  const { list, label } = samples(captureCount());
   const rows = [];
+  const { list, label } = await samples(captureCount(), rows);
   let handle;
   try {
     setBusy('Asking the relying party for an enrollment ticket…');
@@ -292,8 +319,8 @@ async function registerWithTicket() {
 
 async function loginWithVerdict() {
   const name = userName();
-  const { list, label } = samples(1);
   const rows = [];
+  const { list, label } = await samples(1, rows);
   let handle;
   let verdict;
   try {
@@ -378,6 +405,7 @@ function start() {
   el.identity.replaceChildren(...DEMO_IDENTITIES.map((n) => new Option(n, n)));
   // Choosing in a sub-field selects its source.
   el.identity.addEventListener('change', () => { $('source-demo').checked = true; });
+  $('source-camera').addEventListener('change', () => { el.cameraBox.hidden = false; });
   el.embedding.addEventListener('input', () => { $('source-json').checked = true; });
   el.form.addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -403,7 +431,47 @@ function start() {
     if (!rp) await refreshUsers();
   }).then(() => {
     if (!worker) el.engine.textContent = 'Not ready: see the error below.';
+    else startCamera();
   });
+}
+
+/**
+ * The camera and the face model, when the server serves the model (`serve
+ * --face`) and the browser has a camera; otherwise the demo identities and
+ * the pasted embeddings stay, with a word on why. Runs beside the form.
+ */
+async function startCamera() {
+  const status = (text) => { el.cameraStatus.textContent = text; };
+  el.cameraBox.hidden = false;
+  if (!(await fetch('/face/VERSION', { method: 'HEAD' }).then((r) => r.ok, () => false))) {
+    el.cameraBox.hidden = true;
+    return; // no face model served: the simulated identities only
+  }
+  // The face model's threshold (docs/ACCURACY.md); the demo identities are
+  // then simulated in its geometry, so one policy serves both.
+  faceServed = true;
+  el.threshold.value = '0.96';
+  el.form.dataset.faces = 'served';
+  const cam = new Camera($('camera'), $('camera-overlay'));
+  try {
+    status('Starting the camera…');
+    await cam.start();
+    status('Loading the face model (about 13 MB, once)…');
+    const { reader, load } = await FaceReader.create();
+    reader.dimension = 128; // face-api's descriptor
+    camera = cam;
+    faces = reader;
+    faceLoad = load;
+    $('source-camera').disabled = false;
+    $('source-camera').checked = true;
+    status(`Face model ready in ${fmtMs(load.codeMs + load.weightsMs)} ms (face-api ${load.version}, tfjs ${load.backend} in the ${load.where}). Look into the camera.`);
+    el.cameraBox.dataset.ready = 'true';
+  } catch (e) {
+    cam.stop();
+    el.cameraBox.dataset.ready = 'false';
+    el.cameraBox.dataset.code = e.code ?? '';
+    status(`No camera login: ${e.message}. The demo identities and pasted embeddings still work.`);
+  }
 }
 
 start();

@@ -89,9 +89,28 @@ export function centre(identity, dim) {
   return Float32Array.from(centres.get(key));
 }
 
-/** One simulated camera capture of a demo identity: a unit Float32Array. */
-export function capture(identity, dim) {
+/**
+ * Captures shaped like face-api's descriptors (docs/ACCURACY.md, "A real
+ * face model"): every face near one common direction, so that even two
+ * people's cosine is about 0.88 and one person's captures about 0.985; the
+ * demo's threshold for that model (0.96) then sorts them as it sorts faces.
+ */
+const FACE_API_LIKE = { common: 1, centre: 0.345, noise: 0.13 };
+
+/**
+ * One simulated camera capture of a demo identity: a unit Float32Array.
+ * `like` is 'unit' (the synthetic population: identities orthogonal,
+ * impostors about 0) or 'face-api' (the geometry of the demo's face model).
+ */
+export function capture(identity, dim, like = 'unit') {
   const c = centre(identity, dim);
+  if (like === 'face-api') {
+    const common = seeded('common face', dim);
+    const s = scaleTo(common, 1);
+    const n = scaleTo(gaussian(mulberry32(freshSeed()), dim), FACE_API_LIKE.noise);
+    for (let i = 0; i < dim; i++) c[i] = FACE_API_LIKE.common * s[i] + FACE_API_LIKE.centre * c[i] + n[i];
+    return scaleTo(c, 1);
+  }
   const n = scaleTo(gaussian(mulberry32(freshSeed()), dim), NOISE);
   for (let i = 0; i < dim; i++) c[i] += n[i];
   return scaleTo(c, 1);
