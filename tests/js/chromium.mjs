@@ -32,17 +32,18 @@ export const browserSkip = !existsSync(CHROMIUM)
     : false;
 
 /**
- * A persistent Chromium profile in `profileDir` with one page; requests to
+ * A persistent Chromium profile in `profileDir` (with `extraArgs` on
+ * Chromium's command line) with one page; requests to
  * anything but `base` are aborted and listed in `offsite`, uncaught page
  * errors in `pageErrors`, console lines in `consoleLines`.
  */
-export async function openPage(profileDir, base) {
+export async function openPage(profileDir, base, extraArgs = []) {
   const context = await playwright.chromium.launchPersistentContext(profileDir, {
     executablePath: CHROMIUM,
     headless: true,
     chromiumSandbox: false,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-      '--disable-sync', '--no-first-run'],
+      '--disable-sync', '--no-first-run', ...extraArgs],
     viewport: { width: 1000, height: 900 },
   });
   const offsite = [];
