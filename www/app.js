@@ -11,7 +11,7 @@
 import { BlindmatchWorker, ServerClient, checkKeyStatement } from '/pkg/index.js';
 import * as keystore from './keystore.js';
 import { DEMO_IDENTITIES, capture, parseEmbeddings } from './embeddings.js';
-import { Camera, FaceReader, takeFaces } from './camera.js';
+import { Camera, FaceReader, faceProblem, takeFaces } from './camera.js';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -436,6 +436,30 @@ function start() {
 }
 
 /**
+ * While the page is idle, reads a frame every two seconds and shows what the
+ * camera sees (boxes, and what to change), so that a person knows before
+ * pressing a button whether their face will be taken.
+ */
+async function watchCamera() {
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 2000));
+    if (busy || document.hidden || source() !== 'camera') continue;
+    let found;
+    try {
+      ({ faces: found } = await faces.describe(camera.video));
+    } catch (e) {
+      el.cameraStatus.textContent = `The face model stopped: ${e.message}`;
+      return;
+    }
+    if (busy) continue; // a registration or login has the preview now
+    camera.draw(found);
+    const problem = faceProblem(found, camera.video.videoHeight);
+    const others = found.length > 1 ? `; ${found.length} faces in view, the largest counts` : '';
+    el.cameraStatus.textContent = problem ? `${problem.message}.` : `Face found (detector score ${found[0].score.toFixed(2)})${others}.`;
+  }
+}
+
+/**
  * The camera and the face model, when the server serves the model (`serve
  * --face`) and the browser has a camera; otherwise the demo identities and
  * the pasted embeddings stay, with a word on why. Runs beside the form.
@@ -466,6 +490,7 @@ async function startCamera() {
     $('source-camera').checked = true;
     status(`Face model ready in ${fmtMs(load.codeMs + load.weightsMs)} ms (face-api ${load.version}, tfjs ${load.backend} in the ${load.where}). Look into the camera.`);
     el.cameraBox.dataset.ready = 'true';
+    watchCamera();
   } catch (e) {
     cam.stop();
     el.cameraBox.dataset.ready = 'false';

@@ -112,18 +112,24 @@ export class Camera {
     this.video.srcObject = null;
   }
 
-  /** Boxes over the preview: the chosen face solid, the others dashed. */
+  /**
+   * Boxes over the preview: the chosen face solid, the others dashed. The
+   * preview is mirrored (as people expect of a camera facing them), so the
+   * boxes are too; their labels are not.
+   */
   draw(faces) {
     const g = this.overlay.getContext('2d');
-    g.clearRect(0, 0, this.overlay.width, this.overlay.height);
+    const w = this.overlay.width;
+    g.clearRect(0, 0, w, this.overlay.height);
     g.lineWidth = 3;
     faces.forEach(({ box, score }, i) => {
+      const x = w - box.x - box.width;
       g.strokeStyle = i === 0 ? '#2e9e5b' : '#d08a1c';
       g.setLineDash(i === 0 ? [] : [8, 6]);
-      g.strokeRect(box.x, box.y, box.width, box.height);
+      g.strokeRect(x, box.y, box.width, box.height);
       g.fillStyle = g.strokeStyle;
       g.font = '16px system-ui, sans-serif';
-      g.fillText(score.toFixed(2), box.x + 4, Math.max(16, box.y - 6));
+      g.fillText(score.toFixed(2), x + 4, Math.max(16, box.y - 6));
     });
   }
 }

@@ -7,8 +7,10 @@
 // another file (accepted: the relying party verifies the signed verdict and
 // sets a session); person B's face logs in as A (a signed reject). The
 // descriptors the page computed from the camera are checked against those
-// computed from the photos. A browser whose camera is refused falls back to
-// the demo identities, under the same policy. Screenshots: bench/face-*.png.
+// computed from the photos. A camera showing no face gets a message and sends
+// nothing; a model file that fails to load is named on the page; a browser
+// whose camera is refused falls back to the demo identities, under the same
+// policy. Screenshots: bench/face-*.png.
 //
 //   node --test tests/js/face-login.test.mjs
 import test from 'node:test';
@@ -74,6 +76,18 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     const registerFile = await mjpeg(A, VARIANTS.slice(0, 5), 'a-register.mjpeg');
     const loginA = await mjpeg(A, [VARIANTS[5]], 'a-login.mjpeg');
     const loginB = await mjpeg(B, [VARIANTS[0]], 'b-login.mjpeg');
+
+    const blank = join(work, 'blank.mjpeg');
+    writeFileSync(blank, Buffer.from(await tools.page.evaluate(async () => {
+      const c = document.createElement('canvas');
+      c.width = 640;
+      c.height = 480;
+      const g = c.getContext('2d');
+      g.fillStyle = '#6b7280';
+      g.fillRect(0, 0, 640, 480);
+      const blob = await new Promise((res) => c.toBlob(res, 'image/jpeg', 0.9));
+      return btoa(String.fromCharCode(...new Uint8Array(await blob.arrayBuffer())));
+    }), 'base64'));
 
     const user = 'ada-face';
     /** The demo page in a browser whose camera plays `file`; the descriptors it reads. */
@@ -141,6 +155,27 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     t.diagnostic(`login B: descriptor ${dB.toFixed(3)} from B's photo, ${distance(lb.read[0], A.descriptor).toFixed(3)} from A's`);
     assert.ok(dB < GENUINE_DISTANCE, `B's login descriptor is ${dB} from B's photo`);
 
+    // A camera that shows no face: the page says so and sends nothing.
+    const empty = await cameraPage('empty', blank);
+    const logins = [];
+    empty.page.on('request', (q) => { if (q.url().includes('/login?') || q.url().includes('/rp/challenge')) logins.push(q.url()); });
+    await empty.page.fill('#user', user);
+    r = await act(empty.page, '#login');
+    assert.match(r.error ?? '', /no face in the frame: look into the camera/);
+    assert.deepEqual(logins, [], 'nothing is sent without a face');
+    await empty.page.waitForFunction(() => /no face in the frame/.test(document.getElementById('camera-status').textContent), null, { timeout: 30_000 });
+
+    // A model file that does not load: named on the page, the other sources stay.
+    const broken = await openPage(join(work, 'broken'), base, camera(loginA));
+    contexts.push(broken.context);
+    await broken.page.route(`${base}/face/model/face_recognition_model.bin`, (route) => route.fulfill({ status: 404, body: '' }));
+    await broken.page.goto(`${base}/`);
+    await broken.page.waitForSelector('#camera-box[data-ready]', { timeout: 120_000 });
+    assert.equal(await broken.page.getAttribute('#camera-box', 'data-code'), 'model_failed');
+    assert.match(await broken.page.textContent('#camera-status'), /face_recognition_model\) did not load.*demo identities/);
+    assert.ok(await broken.page.isDisabled('#source-camera'));
+    assert.ok(await broken.page.isChecked('#source-demo'));
+
     // A browser that refuses the camera: a clear word, and the demo identities
     // (simulated in face-api's geometry) under the same policy.
     // (A fake camera without the fake permission prompt: getUserMedia is refused.)
@@ -163,7 +198,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     r = await act(plain.page, '#login');
     assert.equal(r.kind, 'rejected', r.error ?? r.text);
 
-    for (const c of [tools, reg, la, lb, plain]) {
+    for (const c of [tools, reg, la, lb, empty, broken, plain]) {
       assert.deepEqual(c.offsite, [], 'requests left 127.0.0.1');
       assert.deepEqual(c.pageErrors, [], 'uncaught page errors');
     }
