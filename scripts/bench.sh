@@ -229,6 +229,14 @@ if [ "$QUICK" = 0 ]; then
   echo "$LOGIN_E2E_ROWS"
 fi
 
+# The demo's face model in headless Chromium (bench/face_model.mjs): full runs only.
+FACE_ROWS=""
+if [ "$QUICK" = 0 ]; then
+  echo "== the demo's face model in Chromium: load, one 640x480 frame (page thread, Worker) =="
+  FACE_ROWS="$(rows_of face-model node bench/face_model.mjs)"
+  echo "$FACE_ROWS"
+fi
+
 
 echo "== wasm: Node bench =="
 WASM_ROWS="$(rows_of wasm-ntt node bench/wasm_ntt.mjs "$ROOT/pkg" "${QFLAG[@]}")"
@@ -244,7 +252,7 @@ $(rows_of node-seal-page node bench/node_seal/page.mjs --pkg "$ROOT/pkg")"
 fi
 echo "$NODESEAL_ROWS"
 
-LOGIN_E2E_ROWS="$LOGIN_E2E_ROWS" TRANSFORM_ROWS="$TRANSFORM_ROWS" HTTP_ROWS="$HTTP_ROWS" HOSTILE_ROWS="$HOSTILE_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" \
+LOGIN_E2E_ROWS="$LOGIN_E2E_ROWS" FACE_ROWS="$FACE_ROWS" TRANSFORM_ROWS="$TRANSFORM_ROWS" HTTP_ROWS="$HTTP_ROWS" HOSTILE_ROWS="$HOSTILE_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" \
   SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" \
   COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo

@@ -2,7 +2,7 @@
 """Turns criterion's estimates and the wasm bench rows into bench/results.tsv
 and bench/REPORT.md. Called by scripts/bench.sh; reads WASM_ROWS and COMMAND
 from the environment (and SEAL_ROWS, SIZE_ROWS, SERVER_ROWS, HTTP_ROWS, HOSTILE_ROWS,
-NODESEAL_ROWS, TRANSFORM_ROWS)."""
+NODESEAL_ROWS, TRANSFORM_ROWS, FACE_ROWS)."""
 import datetime
 import json
 import os
@@ -278,6 +278,24 @@ if login_e2e:
     for line in login_e2e.splitlines():
         step, _, ms = line.removesuffix(" ms").rpartition(" ")
         md.append(f"| {step} | {ms} |")
+
+FACE_OPS = {
+    "load_code_page_thread": "load: face-api and the tfjs wasm backend (page thread)",
+    "load_weights_page_thread": "load: detector, landmark and recognition weights (page thread)",
+    "load_worker_total": "load in the Worker, all of it",
+    "frame_page_thread": "one 640x480 frame: detect, landmarks, descriptor (page thread)",
+    "frame_worker": "the same in the Worker",
+    "frame_worker_round_trip": "the same in the Worker, with the frame's transfer and the answer",
+}
+face_rows = [line.split("\t") for line in os.environ.get("FACE_ROWS", "").splitlines()]
+face_rows = [r for r in face_rows if len(r) == 4 and r[0] == "face-model"]
+if face_rows:
+    md += ["", "## The demo's face model in headless Chromium (bench/face_model.mjs, release server)", "",
+           "face-api 1.7.15 (SSD MobileNet v1, 68 landmarks, 128-number descriptor) on the tfjs wasm backend,",
+           "frames made from face-api's sample photos; a login reads one frame, a registration one per sample.", "",
+           "| step | median ms | min ms |", "|---|---:|---:|"]
+    for _, op, med, mn in face_rows:
+        md.append(f"| {FACE_OPS.get(op, op)} | {med} | {mn} |")
 
 md += ["", "## 1:N identify throughput (100 000 templates, d = 128, plaintext probe)", "",
        "| who | cores | time for the gallery (ms) | template comparisons per second |",
