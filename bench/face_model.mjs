@@ -47,23 +47,15 @@ try {
   console.error(`# ${frames.length} frames of 640x480, ${ROUNDS} rounds`);
 
   const timings = await page.evaluate(async ({ frames, rounds }) => {
-    const model = await import('/face-model.js');
+    const { describe, pixels } = window.faceTools;
     const bitmaps = async () => Promise.all(frames.map(async (b64) => {
       const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
       return createImageBitmap(new Blob([bytes], { type: 'image/jpeg' }));
     }));
-    const pixels = (bmp) => {
-      const c = document.createElement('canvas');
-      c.width = bmp.width;
-      c.height = bmp.height;
-      const g = c.getContext('2d', { willReadFrequently: true });
-      g.drawImage(bmp, 0, 0);
-      return g.getImageData(0, 0, c.width, c.height);
-    };
     const page = [];
     const images = (await bitmaps()).map(pixels);
-    await model.describeFrame(images[0]); // warm-up
-    for (let r = 0; r < rounds; r++) for (const im of images) page.push((await model.describeFrame(im)).ms);
+    await describe(images[0]); // warm-up
+    for (let r = 0; r < rounds; r++) for (const im of images) page.push((await describe(im)).ms);
 
     const worker = new Worker('/face-worker.js', { type: 'module' });
     let next = 1;

@@ -18,10 +18,9 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { once } from 'node:events';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { act, browserSkip, openPage } from './chromium.mjs';
-import { serverBinary, startDecider, startServer, stopServer } from './server.mjs';
+import { serverBinary, startLoginStack } from './server.mjs';
 import { FACE_DIR, VARIANTS, cameraFrame, cosine, distance, faceSkip, openFaceTools, photoFaces } from './faces.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -40,24 +39,15 @@ const camera = (file) => ['--use-fake-device-for-media-stream', '--use-fake-ui-f
   `--use-file-for-fake-video-capture=${file}`, '--autoplay-policy=no-user-gesture-required'];
 
 test('face login from a camera: register A, A accepted, B rejected, descriptors as from the photos', { skip, timeout: 900_000 }, async (t) => {
-  const { relyingParty } = await import(pathToFileURL(join(ROOT, 'examples/relying-party/server.mjs')).href);
-  const bin = serverBinary();
   const work = mkdtempSync(join(tmpdir(), 'blindmatch-face-login-'));
-  const keys = join(work, 'api.keys');
-  writeFileSync(keys, `${KEY}\n`);
   mkdirSync(join(ROOT, 'bench'), { recursive: true });
   const contexts = [];
-  let decider;
-  let matcher;
-  let rp;
+  let stack;
   try {
-    decider = await startDecider(bin, work, ISSUER, ['--rule', 'mean', '--threshold', THRESHOLD]);
-    matcher = await startServer(bin, work, ['--api-key-file', keys, '--decider', decider.url,
-      '--decider-token-file', decider.tokenFile, '--trusted-proxy', '127.0.0.1', '--face', FACE_DIR]);
-    rp = relyingParty({ matcher: matcher.url, apiKeyFile: keys, issuer: ISSUER, jwks: `${decider.url}/.well-known/jwks.json` });
-    rp.listen(0, '127.0.0.1');
-    await once(rp, 'listening');
-    const base = `http://127.0.0.1:${rp.address().port}`;
+    stack = await startLoginStack(serverBinary(), work, {
+      key: KEY, issuer: ISSUER, decider: ['--rule', 'mean', '--threshold', THRESHOLD], matcher: ['--face', FACE_DIR],
+    });
+    const { matcher, base } = stack;
 
     // The camera files, from the photos: A = the first face of sample1, B = the second.
     const tools = await openPage(join(work, 'tools'), base);
@@ -127,15 +117,21 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     }
     t.diagnostic(`registration descriptors from A's photo: ${reg.read.map((d) => distance(d, A.descriptor).toFixed(3)).join(', ')} (Euclidean)`);
 
+    /** Logs in as `user` with the camera playing `file`: the verdict, the session, a screenshot. */
+    const loginFrom = async (name, file, kind) => {
+      const opened = await cameraPage(name, file);
+      await opened.page.fill('#user', user);
+      const got = await act(opened.page, '#login');
+      assert.equal(got.error, null, `login failed: ${got.error}`);
+      assert.equal(got.kind, kind, got.text);
+      assert.equal(got.verdict, kind === 'accepted' ? 'accept' : 'reject');
+      assert.equal(await me(opened.page), kind === 'accepted' ? 200 : 401);
+      await opened.page.screenshot({ path: join(ROOT, `bench/face-login-${kind}.png`), fullPage: true });
+      return opened;
+    };
+
     // A logs in from another camera file: accepted, and a session.
-    const la = await cameraPage('login-a', loginA);
-    await la.page.fill('#user', user);
-    r = await act(la.page, '#login');
-    assert.equal(r.error, null, `login failed: ${r.error}`);
-    assert.equal(r.kind, 'accepted', r.text);
-    assert.equal(r.verdict, 'accept');
-    assert.equal(await me(la.page), 200);
-    await la.page.screenshot({ path: join(ROOT, 'bench/face-login-accepted.png'), fullPage: true });
+    const la = await loginFrom('login-a', loginA, 'accepted');
     for (const [step, ms] of await rows(la.page, '#timings-login')) t.diagnostic(`login A: ${step} ${ms} ms`);
     assert.equal(la.read.length, 1);
     const dA = distance(la.read[0], A.descriptor);
@@ -143,14 +139,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     assert.ok(dA < GENUINE_DISTANCE, `A's login descriptor is ${dA} from A's photo`);
 
     // B's face logs in as A: a signed reject, no session.
-    const lb = await cameraPage('login-b', loginB);
-    await lb.page.fill('#user', user);
-    r = await act(lb.page, '#login');
-    assert.equal(r.error, null, `login failed: ${r.error}`);
-    assert.equal(r.kind, 'rejected', r.text);
-    assert.equal(r.verdict, 'reject');
-    assert.equal(await me(lb.page), 401);
-    await lb.page.screenshot({ path: join(ROOT, 'bench/face-login-rejected.png'), fullPage: true });
+    const lb = await loginFrom('login-b', loginB, 'rejected');
     const dB = distance(lb.read[0], B.descriptor);
     t.diagnostic(`login B: descriptor ${dB.toFixed(3)} from B's photo, ${distance(lb.read[0], A.descriptor).toFixed(3)} from A's`);
     assert.ok(dB < GENUINE_DISTANCE, `B's login descriptor is ${dB} from B's photo`);
@@ -204,12 +193,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     }
   } finally {
     for (const c of contexts) await c.close().catch(() => {});
-    if (rp) {
-      rp.closeAllConnections();
-      await new Promise((res) => rp.close(res));
-    }
-    if (matcher) await stopServer(matcher.proc);
-    if (decider) await stopServer(decider.proc);
+    await stack?.stop();
     rmSync(work, { recursive: true, force: true });
   }
 });

@@ -66,6 +66,10 @@ export async function openFaceTools(page, base, csp) {
     });
     const bitmapOf = async (url) => createImageBitmap(await (await fetch(url)).blob());
     window.faceTools = {
+      /** An image's pixels (ImageData), as the page's fallback reads a frame. */
+      pixels,
+      /** The model's reading of one ImageData (www/face-model.js). */
+      describe: (imageData) => model.describeFrame(imageData),
       /** Every face in a photo. */
       async photo(name) {
         const bmp = await bitmapOf(`/__photos/${name}`);

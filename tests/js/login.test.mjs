@@ -15,13 +15,12 @@
 //   node --test tests/js/login.test.mjs
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { once } from 'node:events';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { fileURLToPath } from 'node:url';
 import { act, browserSkip, openPage } from './chromium.mjs';
-import { serverBinary, startDecider, startServer, stopServer } from './server.mjs';
+import { serverBinary, startLoginStack } from './server.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ISSUER = 'https://login.example';
@@ -32,24 +31,13 @@ const skip = browserSkip || (!joseInstalled && 'jose is not installed in example
 
 test('login mode in Chromium: ticket, signed verdict, the relying party sets a session', { skip, timeout: 600_000 }, async (t) => {
   assert.ok(existsSync(join(ROOT, 'pkg/index.js')), 'pkg/ is not built: run bash scripts/build-wasm.sh');
-  const { relyingParty } = await import(pathToFileURL(join(ROOT, 'examples/relying-party/server.mjs')).href);
-  const bin = serverBinary();
   const work = mkdtempSync(join(tmpdir(), 'blindmatch-login-'));
-  const keys = join(work, 'api.keys');
-  writeFileSync(keys, `${KEY}\n`);
-  let decider;
-  let matcher;
-  let rp;
+  let stack;
   let context;
   try {
-    // The policy scripts/demo.sh gives the demo's simulated identities.
-    decider = await startDecider(bin, work, ISSUER, ['--rule', 'mean', '--threshold', '0.18']);
-    matcher = await startServer(bin, work, ['--api-key-file', keys, '--decider', decider.url,
-      '--decider-token-file', decider.tokenFile, '--trusted-proxy', '127.0.0.1']);
-    rp = relyingParty({ matcher: matcher.url, apiKeyFile: keys, issuer: ISSUER, jwks: `${decider.url}/.well-known/jwks.json` });
-    rp.listen(0, '127.0.0.1');
-    await once(rp, 'listening');
-    const base = `http://127.0.0.1:${rp.address().port}`;
+    // The policy scripts/demo.sh gives the demo's simulated identities (no face model served).
+    stack = await startLoginStack(serverBinary(), work, { key: KEY, issuer: ISSUER, decider: ['--rule', 'mean', '--threshold', '0.18'] });
+    const { matcher, base } = stack;
 
     const opened = await openPage(join(work, 'profile'), base);
     context = opened.context;
@@ -144,12 +132,7 @@ test('login mode in Chromium: ticket, signed verdict, the relying party sets a s
     assert.deepEqual(pageErrors, [], 'uncaught page errors');
   } finally {
     await context?.close().catch(() => {});
-    if (rp) {
-      rp.closeAllConnections();
-      await new Promise((res) => rp.close(res));
-    }
-    if (matcher) await stopServer(matcher.proc);
-    if (decider) await stopServer(decider.proc);
+    await stack?.stop();
     rmSync(work, { recursive: true, force: true });
   }
 });

@@ -3,9 +3,9 @@
 // on a free loopback port with a temporary database.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { once } from 'node:events';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -77,4 +77,38 @@ export async function stopServer(proc) {
   const t = setTimeout(() => proc.kill('SIGKILL'), 5_000);
   await exited;
   clearTimeout(t);
+}
+
+/**
+ * Login mode on loopback, as scripts/demo.sh runs it: the decider (then
+ * `decider` flags), the matcher (API key `key`, then `matcher` flags) and
+ * the demo's relying party (examples/relying-party/server.mjs), the page's
+ * origin at `base`. Resolves to { decider, matcher, rp, base, stop }.
+ */
+export async function startLoginStack(bin, work, { key, issuer, decider: deciderArgs = [], matcher: matcherArgs = [] }) {
+  const { relyingParty } = await import(pathToFileURL(join(ROOT, 'examples/relying-party/server.mjs')).href);
+  const keys = join(work, 'api.keys');
+  writeFileSync(keys, `${key}\n`);
+  const stack = {};
+  stack.stop = async () => {
+    if (stack.rp) {
+      stack.rp.closeAllConnections();
+      await new Promise((res) => stack.rp.close(res));
+    }
+    if (stack.matcher) await stopServer(stack.matcher.proc);
+    if (stack.decider) await stopServer(stack.decider.proc);
+  };
+  try {
+    stack.decider = await startDecider(bin, work, issuer, deciderArgs);
+    stack.matcher = await startServer(bin, work, ['--api-key-file', keys, '--decider', stack.decider.url,
+      '--decider-token-file', stack.decider.tokenFile, '--trusted-proxy', '127.0.0.1', ...matcherArgs]);
+    stack.rp = relyingParty({ matcher: stack.matcher.url, apiKeyFile: keys, issuer, jwks: `${stack.decider.url}/.well-known/jwks.json` });
+    stack.rp.listen(0, '127.0.0.1');
+    await once(stack.rp, 'listening');
+    stack.base = `http://127.0.0.1:${stack.rp.address().port}`;
+    return stack;
+  } catch (e) {
+    await stack.stop();
+    throw e;
+  }
 }
