@@ -70,8 +70,13 @@ test('real face descriptors: genuine and impostor cosines, float and quantized',
     t.diagnostic(`photo detector scores: ${faces.map((f) => `${f.id} ${f.score.toFixed(2)}`).join(', ')}`);
     t.diagnostic(`frames with more than one face (the largest taken): ${several.length}: ${several.join(', ')}`);
     t.diagnostic(`frames refused by the page's checks: ${refused.length} of ${faces.length * VARIANTS.length}: ${refused.join('; ')}`);
-    // Most frames are usable; a face the detector barely sees (a profile) may not be.
-    assert.ok(refused.length <= faces.length * VARIANTS.length * 0.1, `too many frames refused: ${refused.length}`);
+    // Most frames are usable, and every face has some; a face the detector
+    // barely sees (a profile) may lose a few. (Measured: 13 of 132 refused,
+    // one of them at a score of 0.5996, so the count may move by one where
+    // Chromium draws the frames a hair differently.)
+    assert.ok(refused.length <= faces.length * VARIANTS.length * 0.2, `too many frames refused: ${refused.length}`);
+    const without = faces.filter((_, i) => !frames.some((f) => f.face === i)).map((f) => f.id);
+    assert.deepEqual(without, [], 'faces with no usable frame');
 
     // The quantized cosines: one template of the 22 photo descriptors, each frame a probe.
     const quantized = await page.evaluate(async ({ photos, probes }) => {
@@ -123,8 +128,11 @@ test('real face descriptors: genuine and impostor cosines, float and quantized',
     }
 
     assert.ok(quantErr <= QUANT_TOLERANCE, `quantizing moved a cosine by ${quantErr}`);
-    assert.equal(under(genuine.quant, FACE_THRESHOLD), 0, 'a genuine pair under the threshold');
-    assert.equal(over(impostor.quant, FACE_THRESHOLD), 0, 'an impostor pair at or over the threshold');
+    // Measured: no error either way (margins 0.0038 and 0.0075). One of each
+    // is allowed for a frame at the detector's score boundary that another
+    // CPU's drawing takes or refuses; more means the threshold is wrong.
+    assert.ok(under(genuine.quant, FACE_THRESHOLD) <= 1, 'genuine pairs under the threshold');
+    assert.ok(over(impostor.quant, FACE_THRESHOLD) <= 1, 'impostor pairs at or over the threshold');
     assert.deepEqual(offsite, [], 'requests left 127.0.0.1');
   } finally {
     await context?.close().catch(() => {});

@@ -165,6 +165,14 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     assert.ok(await broken.page.isDisabled('#source-camera'));
     assert.ok(await broken.page.isChecked('#source-demo'));
 
+    // A browser with no camera at all: said so, and the other sources stay.
+    const none = await openPage(join(work, 'none'), base);
+    contexts.push(none.context);
+    await none.page.goto(`${base}/`);
+    await none.page.waitForSelector('#camera-box[data-ready]', { timeout: 60_000 });
+    assert.equal(await none.page.getAttribute('#camera-box', 'data-code'), 'no_camera');
+    assert.match(await none.page.textContent('#camera-status'), /no camera was found.*demo identities/);
+
     // A browser that refuses the camera: a clear word, and the demo identities
     // (simulated in face-api's geometry) under the same policy.
     // (A fake camera without the fake permission prompt: getUserMedia is refused.)
@@ -187,7 +195,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     r = await act(plain.page, '#login');
     assert.equal(r.kind, 'rejected', r.error ?? r.text);
 
-    for (const c of [tools, reg, la, lb, empty, broken, plain]) {
+    for (const c of [tools, reg, la, lb, empty, broken, none, plain]) {
       assert.deepEqual(c.offsite, [], 'requests left 127.0.0.1');
       assert.deepEqual(c.pageErrors, [], 'uncaught page errors');
     }
