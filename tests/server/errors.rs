@@ -393,6 +393,7 @@ fn static_files_have_csp_and_wasm_type() {
     assert_eq!((r.status, r.body.as_slice()), (200, &b"weights"[..]));
     assert_eq!(r.content_type, "application/octet-stream");
     assert_eq!(r.header("content-security-policy"), Some(CSP));
+    assert_eq!(r.header("cache-control"), Some("public, max-age=86400"));
     let r = call(
         "GET",
         &format!("{u}/face/model/net-weights_manifest.json"),
@@ -402,6 +403,7 @@ fn static_files_have_csp_and_wasm_type() {
     call("GET", &format!("{u}/face/..%2fwww/index.html"), None).expect_error(404, "not_found");
     let r = call("GET", &format!("{u}/"), None);
     assert_eq!(r.status, 200);
+    assert_eq!(r.header("cache-control"), Some("no-cache"));
     assert_eq!(r.content_type, "text/html; charset=utf-8");
     assert_eq!(r.body, b"<!doctype html><p>hi</p>");
     assert_eq!(r.header("content-security-policy"), Some(CSP));

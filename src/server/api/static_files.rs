@@ -29,9 +29,16 @@ pub(super) async fn static_files(
     if method != Method::GET && method != Method::HEAD {
         return ApiError::method_not_allowed().into_response();
     }
+    // The face model's 14 MB change only with setup's pinned versions: a
+    // day in the browser's cache; its VERSION (which the page asks to see
+    // whether the model is served) and everything else revalidate.
+    let mut cache = "no-cache";
     let (root, rel) = if let Some(rest) = path.strip_prefix("/pkg/") {
         (Some(&st.pkg), rest)
     } else if let Some(rest) = path.strip_prefix("/face/") {
+        if rest != "VERSION" {
+            cache = "public, max-age=86400";
+        }
         (st.face.as_ref(), rest)
     } else {
         (Some(&st.www), path.trim_start_matches('/'))
@@ -51,7 +58,7 @@ pub(super) async fn static_files(
         StatusCode::OK,
         [
             (header::CONTENT_TYPE, content_type(&file)),
-            (header::CACHE_CONTROL, "no-cache"),
+            (header::CACHE_CONTROL, cache),
         ],
         body,
     )

@@ -146,6 +146,14 @@ async fn refusals_map_to_their_status_and_code() {
             "not_found",
         ),
         ("GET", "/v1", vec![], StatusCode::NOT_FOUND, "not_found"),
+        // No `--face`: the face model is not served.
+        (
+            "GET",
+            "/face/VERSION",
+            vec![],
+            StatusCode::NOT_FOUND,
+            "not_found",
+        ),
         (
             "PATCH",
             "/v1/users/carol/verify",
