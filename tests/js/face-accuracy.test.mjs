@@ -27,8 +27,8 @@ export const FACE_THRESHOLD = 0.96;
 /**
  * The largest |quantized − float| cosine allowed: measured 0.030 on these
  * faces (face-api's descriptors sit in a narrow cone, every cosine above
- * 0.8, and the rounding at scale 47 and the clipping of their largest
- * components move a cosine by up to 3 hundredths; docs/ACCURACY.md).
+ * 0.79, and rounding at scale 47 moves a cosine by up to 3 hundredths; no
+ * component is clipped; docs/ACCURACY.md).
  */
 const QUANT_TOLERANCE = 0.035;
 
