@@ -22,7 +22,6 @@ import { startServer, stopServer } from '../tests/js/server.mjs';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const quick = process.argv.includes('--quick');
 const ROUNDS = quick ? 2 : 5;
-const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; object-src 'none'; base-uri 'none'";
 
 if (faceSkip) {
   console.error(`# ${faceSkip}`);
@@ -38,7 +37,7 @@ try {
   const opened = await openPage(join(work, 'profile'), server.url);
   context = opened.context;
   const { page } = opened;
-  const load = await openFaceTools(page, server.url, CSP);
+  const load = await openFaceTools(page, server.url);
   row('load_code_page_thread', [load.codeMs]);
   row('load_weights_page_thread', [load.weightsMs]);
   const faces = (await photoFaces(page)).slice(0, 6);

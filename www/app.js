@@ -11,7 +11,7 @@
 import { BlindmatchWorker, ServerClient, checkKeyStatement } from '/pkg/index.js';
 import * as keystore from './keystore.js';
 import { DEMO_IDENTITIES, capture, parseEmbeddings } from './embeddings.js';
-import { Camera, FaceReader, faceProblem, takeFaces } from './camera.js';
+import { Camera, FACE_THRESHOLD, FaceReader, faceProblem, takeFaces } from './camera.js';
 
 const $ = (id) => document.getElementById(id);
 const el = {
@@ -405,7 +405,6 @@ function start() {
   el.identity.replaceChildren(...DEMO_IDENTITIES.map((n) => new Option(n, n)));
   // Choosing in a sub-field selects its source.
   el.identity.addEventListener('change', () => { $('source-demo').checked = true; });
-  $('source-camera').addEventListener('change', () => { el.cameraBox.hidden = false; });
   el.embedding.addEventListener('input', () => { $('source-json').checked = true; });
   el.form.addEventListener('submit', (ev) => {
     ev.preventDefault();
@@ -474,7 +473,7 @@ async function startCamera() {
   // The face model's threshold (docs/ACCURACY.md); the demo identities are
   // then simulated in its geometry, so one policy serves both.
   faceServed = true;
-  el.threshold.value = '0.96';
+  el.threshold.value = String(FACE_THRESHOLD);
   el.form.dataset.faces = 'served';
   const cam = new Camera($('camera'), $('camera-overlay'));
   try {
@@ -482,7 +481,6 @@ async function startCamera() {
     await cam.start();
     status('Loading the face model (about 13 MB, once)…');
     const { reader, load } = await FaceReader.create();
-    reader.dimension = 128; // face-api's descriptor
     camera = cam;
     faces = reader;
     faceLoad = load;

@@ -9,11 +9,18 @@
 export const MIN_FACE_SHARE = 0.15;
 /** The detector's score below which a face is too dark or blurred to use. */
 export const MIN_FACE_SCORE = 0.6;
+/**
+ * The decider's threshold for face-api's descriptors, measured on real faces
+ * (docs/ACCURACY.md, "A real face model"; scripts/demo.sh passes the same).
+ */
+export const FACE_THRESHOLD = 0.96;
 
 const fail = (code, message) => Object.assign(new Error(message), { code });
 
 /** The face model, in a Worker when the browser has OffscreenCanvas. */
 export class FaceReader {
+  /** Numbers per descriptor (face-api's recognition net). */
+  dimension = 128;
   #worker = null;
   #local = null;
   #next = 1;
@@ -41,14 +48,7 @@ export class FaceReader {
 
   /** The faces in the video's current frame (www/face-model.js, describeFrame). */
   async describe(video) {
-    if (this.#local) {
-      const c = document.createElement('canvas');
-      c.width = video.videoWidth;
-      c.height = video.videoHeight;
-      const g = c.getContext('2d', { willReadFrequently: true });
-      g.drawImage(video, 0, 0);
-      return this.#local.describeFrame(g.getImageData(0, 0, c.width, c.height));
-    }
+    if (this.#local) return this.#local.describeFrame(this.#local.pixels(video));
     const frame = await createImageBitmap(video);
     return this.#call('describe', { frame }, [frame]);
   }

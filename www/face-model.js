@@ -15,6 +15,21 @@ const MIN_DETECTION = 0.3;
 let faceapi = null;
 
 /**
+ * The pixels (ImageData) of an image, ImageBitmap or video frame, drawn on
+ * an OffscreenCanvas where there is one (a Worker), else on a canvas element.
+ */
+export function pixels(image) {
+  const width = image.videoWidth || image.width;
+  const height = image.videoHeight || image.height;
+  const canvas = typeof OffscreenCanvas === 'function'
+    ? new OffscreenCanvas(width, height)
+    : Object.assign(document.createElement('canvas'), { width, height });
+  const g = canvas.getContext('2d', { willReadFrequently: true });
+  g.drawImage(image, 0, 0);
+  return g.getImageData(0, 0, width, height);
+}
+
+/**
  * face-api looks for `window` and `document`; in a Worker it is told to draw
  * on OffscreenCanvas instead (frames arrive as ImageData, so no image
  * element is ever needed).

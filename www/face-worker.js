@@ -3,22 +3,20 @@
 // ImageBitmap (transferred); each answer is `{ id, result }` or
 // `{ id, error }`. The page's thread never runs the model, so the preview
 // and the page stay responsive while a frame is read.
-import { describeFrame, loadFaceModel } from './face-model.js';
+import { describeFrame, loadFaceModel, pixels } from './face-model.js';
 
-/** An ImageBitmap's pixels, drawn on an OffscreenCanvas. */
-function pixels(bitmap) {
-  const canvas = new OffscreenCanvas(bitmap.width, bitmap.height);
-  const g = canvas.getContext('2d', { willReadFrequently: true });
-  g.drawImage(bitmap, 0, 0);
+/** A transferred frame's pixels; the bitmap is released at once. */
+function framePixels(bitmap) {
+  const image = pixels(bitmap);
   bitmap.close();
-  return g.getImageData(0, 0, canvas.width, canvas.height);
+  return image;
 }
 
 self.onmessage = async ({ data: { id, op, frame } }) => {
   try {
     let result;
     if (op === 'load') result = await loadFaceModel();
-    else if (op === 'describe') result = await describeFrame(pixels(frame));
+    else if (op === 'describe') result = await describeFrame(framePixels(frame));
     else throw new Error(`unknown face worker call ${op}`);
     self.postMessage({ id, result });
   } catch (e) {

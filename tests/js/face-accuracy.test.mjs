@@ -19,11 +19,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { browserSkip, openPage } from './chromium.mjs';
 import { serverBinary, startServer, stopServer } from './server.mjs';
-import { faceProblem } from '../../www/camera.js';
+import { FACE_THRESHOLD, faceProblem } from '../../www/camera.js';
 import { FACE_DIR, VARIANTS, cameraFrame, cosine, distance, faceSkip, openFaceTools, photoFaces } from './faces.mjs';
 
-/** The decider's threshold for face-api descriptors in the demo (scripts/demo.sh). */
-export const FACE_THRESHOLD = 0.96;
 /**
  * The largest |quantized − float| cosine allowed: measured 0.030 on these
  * faces (face-api's descriptors sit in a narrow cone, every cosine above
@@ -32,7 +30,6 @@ export const FACE_THRESHOLD = 0.96;
  */
 const QUANT_TOLERANCE = 0.035;
 
-const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
 
 test('real face descriptors: genuine and impostor cosines, float and quantized', { skip: browserSkip || faceSkip, timeout: 900_000 }, async (t) => {
   const work = mkdtempSync(join(tmpdir(), 'blindmatch-faces-'));
@@ -43,7 +40,7 @@ test('real face descriptors: genuine and impostor cosines, float and quantized',
     const opened = await openPage(join(work, 'profile'), server.url);
     context = opened.context;
     const { page, offsite } = opened;
-    const load = await openFaceTools(page, server.url, CSP);
+    const load = await openFaceTools(page, server.url);
     t.diagnostic(`face model: ${JSON.stringify(load)}`);
 
     const faces = await photoFaces(page);

@@ -21,16 +21,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { act, browserSkip, openPage } from './chromium.mjs';
 import { serverBinary, startLoginStack } from './server.mjs';
+import { FACE_THRESHOLD } from '../../www/camera.js';
 import { FACE_DIR, VARIANTS, cameraFrame, cosine, distance, faceSkip, openFaceTools, photoFaces } from './faces.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const ISSUER = 'https://login.example';
 const KEY = 'rp-face-key-0123456789abcdefghijkl';
-/** scripts/demo.sh's policy for face-api's descriptors (docs/ACCURACY.md). */
-const THRESHOLD = '0.96';
 /** A face's camera descriptors lie this close to its photo's (Euclidean; measured 0.03-0.32). */
 const GENUINE_DISTANCE = 0.35;
-const CSP = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'";
 
 const joseInstalled = existsSync(join(ROOT, 'examples/relying-party/node_modules/jose'));
 const skip = browserSkip || faceSkip || (!joseInstalled && 'jose is not installed in examples/relying-party (scripts/setup.sh)');
@@ -45,14 +43,14 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
   let stack;
   try {
     stack = await startLoginStack(serverBinary(), work, {
-      key: KEY, issuer: ISSUER, decider: ['--rule', 'mean', '--threshold', THRESHOLD], matcher: ['--face', FACE_DIR],
+      key: KEY, issuer: ISSUER, decider: ['--rule', 'mean', '--threshold', String(FACE_THRESHOLD)], matcher: ['--face', FACE_DIR],
     });
     const { matcher, base } = stack;
 
     // The camera files, from the photos: A = the first face of sample1, B = the second.
     const tools = await openPage(join(work, 'tools'), base);
     contexts.push(tools.context);
-    await openFaceTools(tools.page, base, CSP);
+    await openFaceTools(tools.page, base);
     const faces = await photoFaces(tools.page);
     const [A, B] = [faces.find((f) => f.id === 'sample1#1'), faces.find((f) => f.id === 'sample1#2')];
     assert.ok(A && B, 'sample1 has two faces');

@@ -34,11 +34,14 @@ export const VARIANTS = [
 ];
 
 /**
- * Gives `page` (already on `base`, the server under test) the tools below:
- * a blank page at `${base}/__faces.html` with the server's CSP, the photos
- * at `${base}/__photos/`, and `window.faceTools` with the loaded model.
+ * Gives `page` the tools below on `base` (the server under test, or the
+ * relying party in front of it): a blank page at `${base}/__faces.html`
+ * under the CSP the server sends, the photos at `${base}/__photos/`, and
+ * `window.faceTools` with the loaded model.
  */
-export async function openFaceTools(page, base, csp) {
+export async function openFaceTools(page, base) {
+  const csp = (await fetch(`${base}/face/VERSION`)).headers.get('content-security-policy');
+  if (!csp) throw new Error(`${base}/face/VERSION came without a Content-Security-Policy`);
   await page.route(`${base}/__faces.html`, (route) => route.fulfill({
     status: 200, contentType: 'text/html', headers: { 'content-security-policy': csp },
     body: '<!doctype html><meta charset="utf-8"><title>faces</title>',
@@ -52,14 +55,7 @@ export async function openFaceTools(page, base, csp) {
   return page.evaluate(async () => {
     const model = await import('/face-model.js');
     const load = await model.loadFaceModel();
-    const pixels = (bitmap) => {
-      const c = document.createElement('canvas');
-      c.width = bitmap.width;
-      c.height = bitmap.height;
-      const g = c.getContext('2d', { willReadFrequently: true });
-      g.drawImage(bitmap, 0, 0);
-      return g.getImageData(0, 0, c.width, c.height);
-    };
+    const { pixels } = model;
     const plain = (r) => ({
       faces: r.faces.map((f) => ({ box: f.box, score: f.score, descriptor: Array.from(f.descriptor) })),
       ms: r.ms,
