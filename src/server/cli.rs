@@ -48,9 +48,16 @@ pub struct ServeArgs {
     /// printed on stdout).
     #[arg(long, env = "BLINDMATCH_BIND", default_value = "127.0.0.1:8080")]
     pub bind: SocketAddr,
-    /// SQLite database file (created, with its directory, if missing).
+    /// The store: a SQLite file (created, with its directory, if missing;
+    /// one server per file), or a PostgreSQL URL
+    /// (`postgres://user[:password]@host[:port]/database`) that any number
+    /// of servers share.
     #[arg(long, env = "BLINDMATCH_DB", default_value = "./data/blindmatch.db")]
-    pub db: PathBuf,
+    pub db: crate::server::store::DbTarget,
+    /// PostgreSQL: how long to keep trying to reach the database at start
+    /// (with backoff, each attempt logged) before exiting with the reason.
+    #[arg(long, env = "BLINDMATCH_DB_WAIT_SECS", default_value_t = 30)]
+    pub db_wait_secs: u64,
     /// Matching threads (default: one per core).
     #[arg(long, env = "BLINDMATCH_THREADS")]
     pub threads: Option<usize>,

@@ -13,7 +13,7 @@ use super::api::{self, AppState, Gate, Limits};
 use super::cli::ServeArgs;
 use super::decider::replies::MAX_REPLIES;
 use super::login::{DeciderClient, GalleryKey, GalleryKeys, Login, OneTime, RateLimit, Throttle};
-use super::store::{self, Store};
+use super::store::{self, DbTarget, Store};
 use super::{cache, cores, gallery, listen, metrics, params};
 
 pub(super) fn serve_main(args: ServeArgs) -> Result<(), String> {
@@ -40,17 +40,25 @@ pub(super) fn runtime() -> Result<tokio::runtime::Runtime, String> {
 async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     let params = params();
     let verifier = Verifier::new(&params, args.dim).map_err(|e| format!("--dim: {e}"))?;
-    if let Some(dir) = args.db.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if let DbTarget::Sqlite(path) = &args.db {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
     }
-    let store = Arc::new(Store::open(&args.db).map_err(|e| format!("{}: {e}", args.db.display()))?);
+    // The store's calls block (and PostgreSQL's run on a runtime of their
+    // own): at start they run outside this runtime's scheduling.
+    let wait = Duration::from_secs(args.db_wait_secs);
+    let store = Arc::new(
+        tokio::task::block_in_place(|| Store::connect(&args.db, wait))
+            .map_err(|e| format!("{}: {e}", args.db.display()))?,
+    );
     let api_keys = match &args.api_key_file {
         Some(path) => api::auth::ApiKeys::load(path)?,
         None => api::auth::ApiKeys::default(),
     };
     let login = login_mode(&args, &api_keys)?;
     if let Some(login) = &login {
-        restore_failures(login, &store)?;
+        tokio::task::block_in_place(|| restore_failures(login, &store))?;
     }
     // In login mode scores go to the decider only: replies masked and
     // flooded for it (`Verifier::for_decider`).
@@ -58,11 +66,11 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         Some(_) => Verifier::for_decider(&params, args.dim).map_err(|e| format!("--dim: {e}"))?,
         None => verifier,
     };
-    let service = match (&args.service_key, &login) {
-        (Some(path), _) => Some(Arc::new(load_service(path, &params, &args, &store)?)),
-        (None, Some(_)) => Some(Arc::new(login_galleries(&params, &args, &store)?)),
-        (None, None) => None,
-    };
+    let service = tokio::task::block_in_place(|| match (&args.service_key, &login) {
+        (Some(path), _) => load_service(path, &params, &args, &store).map(|s| Some(Arc::new(s))),
+        (None, Some(_)) => login_galleries(&params, &args, &store).map(|s| Some(Arc::new(s))),
+        (None, None) => Ok(None),
+    })?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("match-{i}"))
@@ -112,6 +120,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     tracing::info!(
         %addr,
         db = %args.db.display(),
+        store = state.store.kind(),
         threads,
         backend = crate::Backend::detect().name(),
         identify = state.service.is_some(),
@@ -139,7 +148,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     listen::run(listener, app, conn_limits, shutdown_signal()).await;
     // The journaled audit rows go into the database before the process
     // ends (they would be recovered at the next start anyway).
-    match on_stop.flush_audit() {
+    match tokio::task::block_in_place(|| on_stop.flush_audit()) {
         Ok(rows) => tracing::info!(audit_rows = rows, "stopped"),
         Err(e) => tracing::error!(error = %e, "audit flush at stop"),
     }

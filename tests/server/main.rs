@@ -24,5 +24,7 @@ mod load;
 mod login;
 mod namesake;
 mod origin;
+mod postgres;
 mod quotas;
 mod stall;
+mod store;

@@ -68,6 +68,9 @@ pub enum ErrorCode {
     Internal,
     /// A database failure.
     Store,
+    /// The database cannot be reached (PostgreSQL down or out of
+    /// connections): nothing was written; retry after `Retry-After`.
+    StoreUnavailable,
     /// A stored object that no longer parses.
     CorruptStore,
     /// A body not sent whole within the body deadline.
@@ -102,7 +105,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 42] = [
+    pub const ALL: [ErrorCode; 43] = [
         Self::BadName,
         Self::Truncated,
         Self::Malformed,
@@ -132,6 +135,7 @@ impl ErrorCode {
         Self::MalformedTemplate,
         Self::Internal,
         Self::Store,
+        Self::StoreUnavailable,
         Self::CorruptStore,
         Self::BodyTimeout,
         Self::UnsupportedMediaType,
@@ -179,6 +183,7 @@ impl ErrorCode {
             Self::MalformedTemplate => "malformed_template",
             Self::Internal => "internal",
             Self::Store => "store",
+            Self::StoreUnavailable => "store_unavailable",
             Self::CorruptStore => "corrupt_store",
             Self::BodyTimeout => "body_timeout",
             Self::UnsupportedMediaType => "unsupported_media_type",
@@ -227,7 +232,7 @@ impl ErrorCode {
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::MisdirectedHost => StatusCode::MISDIRECTED_REQUEST,
-            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Overloaded | Self::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::UserExists | Self::QuotaReached => StatusCode::CONFLICT,
             Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::WrongParams

@@ -161,6 +161,16 @@ impl From<StoreError> for ApiError {
             StoreError::TooManyUsers { max } => Self::quota(format!(
                 "the server holds its maximum of {max} users (--max-users)"
             )),
+            StoreError::Unavailable(why) => {
+                tracing::warn!(reason = %why, "store unavailable");
+                Self {
+                    retry_after: Some(1),
+                    ..Self::new(
+                        ErrorCode::StoreUnavailable,
+                        "the database is unavailable; nothing was written: retry shortly",
+                    )
+                }
+            }
             e => {
                 tracing::error!(error = %e, "store error");
                 Self::new(ErrorCode::Store, "database error")

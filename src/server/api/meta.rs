@@ -50,6 +50,8 @@ pub struct Health {
     pub identify: bool,
     pub schema_version: i64,
     pub status: &'static str,
+    /// The store: `sqlite` or `postgres`.
+    pub store: &'static str,
     pub threads: usize,
 }
 
@@ -60,6 +62,7 @@ pub(super) async fn healthz(State(st): State<Arc<AppState>>) -> ApiResult<Json<H
         identify: st.service.is_some(),
         schema_version: version,
         status: "ok",
+        store: st.store.kind(),
         threads: st.pool.current_num_threads(),
     }))
 }
@@ -153,6 +156,7 @@ mod tests {
             identify: false,
             schema_version: 5,
             status: "ok",
+            store: "sqlite",
             threads: 2,
         };
         let old = serde_json::json!({
@@ -161,6 +165,7 @@ mod tests {
             "backend": "scalar",
             "threads": 2,
             "identify": false,
+            "store": "sqlite",
         });
         assert_eq!(serde_json::to_string(&health).unwrap(), old.to_string());
     }

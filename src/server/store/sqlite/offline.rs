@@ -11,7 +11,7 @@ use super::audit::{
     commit_audit,
     journal::{self, Batch},
 };
-use super::StoreError;
+use crate::server::store::StoreError;
 
 /// What [`backup`] copied.
 #[derive(Clone, Copy, Debug)]

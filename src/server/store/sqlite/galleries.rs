@@ -3,43 +3,11 @@
 
 use rusqlite::params;
 
-use super::{now_millis, now_secs, Store, StoreError};
+use super::SqliteStore;
+use crate::server::store::rows::*;
+use crate::server::store::{now_millis, now_secs, StoreError};
 
-/// A login-mode gallery's key, as stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GalleryKeyRow {
-    pub gallery: String,
-    /// Its key epoch at the decider.
-    pub epoch: u32,
-    /// The keys framing of its public and relinearization keys.
-    pub keys: Vec<u8>,
-    /// The decider's signed statement of its public key.
-    pub statement: String,
-}
-
-/// A gallery ciphertext as stored.
-#[derive(Clone, Debug)]
-pub struct GalleryRow {
-    pub gallery: String,
-    pub seq: i64,
-    pub ciphertext: Vec<u8>,
-    pub count: u32,
-    /// Erased templates of the ciphertext (bit k: template k).
-    pub erased: u64,
-}
-
-/// A gallery ciphertext as read from the store, borrowed from the row
-/// being read.
-#[derive(Clone, Copy, Debug)]
-pub struct GalleryRowRef<'a> {
-    pub gallery: &'a str,
-    pub seq: i64,
-    pub ciphertext: &'a [u8],
-    pub count: u32,
-    pub erased: u64,
-}
-
-impl Store {
+impl SqliteStore {
     /// Stores a gallery ciphertext as row `seq` (its position in the
     /// gallery, assigned by the caller, who serializes the writes).
     pub fn insert_gallery_template(
@@ -167,7 +135,7 @@ impl Store {
 
     /// Every gallery ciphertext, by gallery and sequence number.
     #[cfg(test)]
-    pub fn gallery_rows(&self) -> Result<Vec<GalleryRow>, StoreError> {
+    pub(crate) fn gallery_rows(&self) -> Result<Vec<GalleryRow>, StoreError> {
         let mut out = Vec::new();
         self.for_each_gallery_row(|r| {
             out.push(GalleryRow {

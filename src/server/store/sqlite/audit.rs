@@ -4,33 +4,14 @@
 
 pub mod journal;
 
-use std::borrow::Cow;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection};
 
-use super::{now_millis, write_in, Store, StoreError};
+use super::{write_in, SqliteStore};
+use crate::server::store::{AuditRow, StoreError};
 use journal::Batch;
-
-/// One audit row (a verification).
-#[derive(Clone, Debug)]
-pub struct AuditRow {
-    pub user: String,
-    /// Milliseconds since the Unix epoch.
-    pub ts: i64,
-    pub outcome: Cow<'static, str>,
-    pub duration_us: u64,
-}
-
-/// How often the audit flusher moves journaled rows into the database.
-pub const AUDIT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
-
-/// How often the audit flusher removes rows past their retention (and once
-/// when it starts).
-pub const AUDIT_PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// Audit rows removed per transaction when pruning, so the store is never
 /// held long.
@@ -74,87 +55,7 @@ impl Pending {
     }
 }
 
-/// The audit log: [`AuditLog::record`] appends a row to the store's journal
-/// (one `write`, on the calling thread), and a flusher thread moves the
-/// journaled rows into the database every [`AUDIT_FLUSH_INTERVAL`], in one
-/// transaction per batch (see [`Store::flush_audit`]). A user read counts
-/// the committed rows and the journaled ones (by their user's id) without
-/// flushing, so it sees every recorded row.
-pub struct AuditLog {
-    store: Arc<Store>,
-}
-
-impl std::fmt::Debug for AuditLog {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("AuditLog")
-    }
-}
-
-impl AuditLog {
-    /// Starts the flusher thread over `store`. It runs for the life of the
-    /// process; the server flushes once more when it stops. With a
-    /// `retention`, the thread also removes older rows (see
-    /// [`Store::prune_audit`]) when it starts and every
-    /// [`AUDIT_PRUNE_INTERVAL`].
-    pub fn start(store: Arc<Store>, retention: Option<Duration>) -> std::io::Result<Self> {
-        let flusher = store.clone();
-        std::thread::Builder::new()
-            .name("audit".into())
-            .spawn(move || {
-                // A failure is logged once, not every interval, until a
-                // flush succeeds again (the rows stay journaled meanwhile).
-                let mut failing = false;
-                let mut pruned: Option<Instant> = None;
-                match flusher.remove_audit_of_deleted() {
-                    Ok(0) => {}
-                    Ok(rows) => tracing::info!(rows, "audit rows of deleted users removed"),
-                    Err(e) => tracing::error!(error = %e, "audit rows of deleted users"),
-                }
-                loop {
-                    if let Some(keep) = retention {
-                        if pruned.is_none_or(|t| t.elapsed() >= AUDIT_PRUNE_INTERVAL) {
-                            pruned = Some(Instant::now());
-                            let before = now_millis() - keep.as_millis() as i64;
-                            match flusher.prune_audit(before) {
-                                Ok(0) => {}
-                                Ok(rows) => tracing::info!(
-                                    rows,
-                                    retention_days = keep.as_secs() / 86_400,
-                                    "audit rows past their retention removed"
-                                ),
-                                Err(e) => tracing::error!(error = %e, "audit retention"),
-                            }
-                        }
-                    }
-                    std::thread::sleep(AUDIT_FLUSH_INTERVAL);
-                    match flusher.flush_audit() {
-                        Ok(_) if failing => {
-                            tracing::info!("audit flush recovered");
-                            failing = false;
-                        }
-                        Ok(_) => {}
-                        Err(e) if !failing => {
-                            tracing::error!(error = %e, "audit flush");
-                            failing = true;
-                        }
-                        Err(_) => {}
-                    }
-                }
-            })?;
-        Ok(Self { store })
-    }
-
-    /// Journals `row` of the user with id `user_id`; once this returns `Ok`
-    /// the row survives a crash of the server. Returns how long the append
-    /// took.
-    pub fn record(&self, row: AuditRow, user_id: i64) -> Result<Duration, StoreError> {
-        let start = Instant::now();
-        self.store.journal_audit(row, user_id)?;
-        Ok(start.elapsed())
-    }
-}
-
-impl Store {
+impl SqliteStore {
     /// Appends `row` of user `user_id` to the journal, and its id to the
     /// pending ids (under their lock, so both keep one order).
     pub(crate) fn journal_audit(&self, row: AuditRow, user_id: i64) -> Result<(), StoreError> {
@@ -228,7 +129,7 @@ impl Store {
     /// Removes the audit rows of deleted users, [`DELETE_CHUNK`] per
     /// transaction, the store free between them, then forgets the users.
     /// Returns the rows removed.
-    pub(super) fn remove_audit_of_deleted(&self) -> Result<usize, StoreError> {
+    pub(crate) fn remove_audit_of_deleted(&self) -> Result<usize, StoreError> {
         let ids: Vec<i64> = self.with(|c| {
             let mut st = c.prepare("SELECT id FROM deleted_users")?;
             let ids = st.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
@@ -284,7 +185,7 @@ impl Store {
 
 /// Commits the queued batches in order, each then removed from the journal
 /// and the queue; stops at the first failure. Returns the rows committed.
-fn commit_queued(store: &Store, queue: &mut Vec<Batch>) -> Result<usize, StoreError> {
+fn commit_queued(store: &SqliteStore, queue: &mut Vec<Batch>) -> Result<usize, StoreError> {
     let mut rows = 0;
     while let Some(batch) = queue.first() {
         // Appends only add ids at the back: the front ones are this batch's

@@ -4,18 +4,10 @@
 
 use rusqlite::params;
 
-use super::{Store, StoreError};
+use super::SqliteStore;
+use crate::server::store::{Failures, StoreError};
 
-/// A user's failed logins in a row, as stored.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Failures {
-    pub user: String,
-    pub count: u32,
-    /// The last failure, milliseconds since the Unix epoch.
-    pub last_ms: i64,
-}
-
-impl Store {
+impl SqliteStore {
     /// Records `user`'s count of failures in a row after one more.
     pub fn record_failures(&self, f: &Failures) -> Result<(), StoreError> {
         self.write(|tx| {

@@ -450,7 +450,7 @@ fn crc32(bytes: &[u8]) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::store::Store;
+    use crate::server::store::sqlite::SqliteStore as Store;
     use crate::server::test_dir::TestDir;
 
     /// Failures injected into a journal's file operations, and the fsyncs
