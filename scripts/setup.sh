@@ -28,7 +28,8 @@ fi
 export PATH="$HOME/.cargo/bin:$PATH"
 
 # --- Debian packages ---------------------------------------------------------
-APT_PKGS=(chromium chromium-driver qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross binaryen)
+# postgresql: the PostgreSQL store's tests start private clusters; haproxy: scripts/cluster.sh.
+APT_PKGS=(chromium chromium-driver qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross binaryen postgresql haproxy)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then

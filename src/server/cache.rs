@@ -15,6 +15,8 @@ use crate::bfv::{PreparedCiphertext, PublicKey, RelinKey};
 pub struct Loaded {
     /// The user's id (its verifications' audit rows belong to it).
     pub user_id: i64,
+    /// The user's revision when read (see `Store::user_rev`).
+    pub rev: i64,
     pub pk: PublicKey,
     pub rk: Option<RelinKey>,
     /// The template with its part of the multiplication precomputed.

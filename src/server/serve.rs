@@ -12,7 +12,7 @@ use crate::matching::{Identifier, Verifier};
 use super::api::{self, AppState, Gate, Limits};
 use super::cli::ServeArgs;
 use super::decider::replies::MAX_REPLIES;
-use super::login::{DeciderClient, GalleryKey, GalleryKeys, Login, OneTime, RateLimit, Throttle};
+use super::login::{DeciderClient, GalleryKey, GalleryKeys, Login, RateLimit, Throttle, Tokens};
 use super::store::{self, DbTarget, Store};
 use super::{cache, cores, gallery, listen, metrics, params};
 
@@ -56,7 +56,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         Some(path) => api::auth::ApiKeys::load(path)?,
         None => api::auth::ApiKeys::default(),
     };
-    let login = login_mode(&args, &api_keys)?;
+    let login = login_mode(&args, &api_keys, &store)?;
     if let Some(login) = &login {
         tokio::task::block_in_place(|| restore_failures(login, &store))?;
     }
@@ -82,6 +82,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     let audit = store::AuditLog::start(store.clone(), retention)
         .map_err(|e| format!("audit thread: {e}"))?;
     let on_stop = store.clone();
+    let tickets_store = store.clone();
     let conn_limits = listen::ConnLimits {
         max_connections: listen::raise_open_files(args.max_connections),
         header_timeout: Duration::from_millis(args.header_timeout_ms.max(1)),
@@ -110,7 +111,13 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         body_timeout: Duration::from_millis(args.body_timeout_ms.max(1)),
         api_keys,
         metrics_public: args.metrics_public,
-        tickets: OneTime::new(Duration::from_secs(args.ticket_lifetime.max(1)), TOKENS, 4),
+        tickets: Tokens::new(
+            &tickets_store,
+            "ticket",
+            Duration::from_secs(args.ticket_lifetime.max(1)),
+            TOKENS,
+            4,
+        ),
         login,
         trusted_proxies: args.trusted_proxies.clone(),
     });
@@ -163,6 +170,7 @@ const TOKENS: usize = 100_000;
 fn login_mode(
     args: &ServeArgs,
     api_keys: &api::auth::ApiKeys,
+    store: &Arc<Store>,
 ) -> Result<Option<Arc<Login>>, String> {
     let Some(url) = &args.decider else {
         if args.decider_token_file.is_some() {
@@ -210,7 +218,9 @@ fn login_mode(
     let client = DeciderClient::new(url, &token)?;
     Ok(Some(Arc::new(Login::new(
         client,
-        OneTime::new(
+        Tokens::new(
+            store,
+            "challenge",
             Duration::from_secs(args.challenge_lifetime.max(1)),
             TOKENS,
             16,
@@ -234,10 +244,7 @@ fn restore_failures(login: &Login, store: &Store) -> Result<(), String> {
         .map_err(|e| format!("reading failed logins: {e}"))?;
     let (now, now_ms) = (Instant::now(), crate::server::store::now_millis());
     for f in &failures {
-        let age = Duration::from_millis(now_ms.saturating_sub(f.last_ms).max(0) as u64);
-        login
-            .throttle
-            .restore(&f.user, f.count, now.checked_sub(age).unwrap_or(now));
+        login.throttle.sync(&f.user, Some(f), now_ms, now);
     }
     if !failures.is_empty() {
         tracing::info!(users = failures.len(), "failed logins restored");

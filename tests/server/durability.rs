@@ -88,7 +88,7 @@ fn backup_while_serving_restores_to_a_working_server() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let said = String::from_utf8_lossy(&o.stdout);
     assert!(
-        said.contains("schema 9, 1 users, 0 gallery ciphertexts"),
+        said.contains("schema 10, 1 users, 0 gallery ciphertexts"),
         "{said}"
     );
     // Refused, with the copy left as it was: an existing output file, a

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use blindmatch::server::store::{
-    AuditRow, DbTarget, DeciderKey, Failures, GalleryKeyRow, Store, StoreError,
+    AuditRow, DbTarget, DeciderKey, Failures, GalleryKeyRow, NewToken, Store, StoreError,
 };
 use blindmatch::server::SCHEMA_VERSION;
 
@@ -69,6 +69,10 @@ contract!(
     audit_rows_are_counted_pruned_and_survive_reopening,
     what_was_written_survives_reopening,
     concurrent_registrations_of_one_name_store_one,
+    failures_counted_at_once_are_all_counted,
+    one_time_tokens_are_taken_once_by_their_user,
+    tokens_are_bounded_per_user_and_in_all,
+    a_users_revision_moves_with_every_write,
 );
 
 const STATEMENT: &str = "eyJhbGciOiJFZERTQSJ9.e30.sig";
@@ -266,29 +270,19 @@ fn galleries_and_their_keys(place: Place) {
 fn failures_and_used_verdicts(place: Place) {
     let s = place.open();
     for count in 1..=3 {
-        s.record_failures(&Failures {
-            user: "ann".into(),
-            count,
-            last_ms: 10 * count as i64,
-        })
-        .unwrap();
+        assert_eq!(s.add_failure("ann", 10 * count as i64).unwrap(), count);
     }
-    s.record_failures(&Failures {
-        user: "bob".into(),
-        count: 1,
-        last_ms: 5,
-    })
-    .unwrap();
+    s.add_failure("bob", 5).unwrap();
     s.clear_failures("bob").unwrap();
     s.clear_failures("nobody").unwrap();
-    assert_eq!(
-        s.load_failures().unwrap(),
-        [Failures {
-            user: "ann".into(),
-            count: 3,
-            last_ms: 30
-        }]
-    );
+    let ann = Failures {
+        user: "ann".into(),
+        count: 3,
+        last_ms: 30,
+    };
+    assert_eq!(s.load_failures().unwrap(), [ann.clone()]);
+    assert_eq!(s.failures_of("ann").unwrap(), Some(ann));
+    assert_eq!(s.failures_of("bob").unwrap(), None);
     assert!(s.use_verdict("n1", 100, 50).unwrap());
     assert!(!s.use_verdict("n1", 100, 60).unwrap());
     assert!(s.use_verdict("n2", 100, 60).unwrap());
@@ -334,12 +328,7 @@ fn what_was_written_survives_reopening(place: Place) {
         s.put_keys("ann", "00", b"pk", None, None, 10).unwrap();
         s.put_template("ann", b"template", 2, true).unwrap();
         s.insert_gallery_template("g", 0, b"ct", 32).unwrap();
-        s.record_failures(&Failures {
-            user: "ann".into(),
-            count: 2,
-            last_ms: 9,
-        })
-        .unwrap();
+        s.add_failure("ann", 9).unwrap();
         assert!(s.use_verdict("n", u64::MAX >> 2, 1).unwrap());
     }
     let s = place.open();
@@ -372,6 +361,136 @@ fn concurrent_registrations_of_one_name_store_one(place: Place) {
         .all(|r| matches!(r, Ok(()) | Err(StoreError::UserExists))));
     let pk = s.load_user("ann").unwrap().unwrap().public_key;
     assert_eq!(pk.len(), 1);
+}
+
+/// Forty failures of one user counted by eight threads at once (eight
+/// connections: replicas): the count is forty.
+fn failures_counted_at_once_are_all_counted(place: Place) {
+    let s = Arc::new(place.open());
+    std::thread::scope(|scope| {
+        for _ in 0..8 {
+            let s = s.clone();
+            scope.spawn(move || {
+                for i in 0..5 {
+                    s.add_failure("ann", i).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(s.failures_of("ann").unwrap().unwrap().count, 40);
+}
+
+fn token(kind: &'static str, d: &'static [u8; 32], user: &'static str) -> NewToken<'static> {
+    let now_ms = blindmatch::server::store::now_millis();
+    NewToken {
+        kind,
+        digest: d,
+        user,
+        value: "rp.example",
+        expires_ms: now_ms + 60_000,
+        now_ms,
+        capacity: 100,
+        per_user: 4,
+    }
+}
+
+fn one_time_tokens_are_taken_once_by_their_user(place: Place) {
+    let s = place.open();
+    let now = || blindmatch::server::store::now_millis();
+    assert!(s.issue_token(&token("challenge", &[1; 32], "ann")).unwrap());
+    assert!(s.peek_token("challenge", &[1; 32], "ann", now()).unwrap());
+    assert!(!s.peek_token("challenge", &[1; 32], "bob", now()).unwrap());
+    assert!(!s.peek_token("ticket", &[1; 32], "ann", now()).unwrap());
+    assert_eq!(
+        s.take_token("challenge", &[1; 32], "ann", now()).unwrap(),
+        Some("rp.example".into())
+    );
+    assert_eq!(
+        s.take_token("challenge", &[1; 32], "ann", now()).unwrap(),
+        None
+    );
+    // Another user's attempt burns it; so does a late one.
+    assert!(s.issue_token(&token("challenge", &[2; 32], "ann")).unwrap());
+    assert_eq!(
+        s.take_token("challenge", &[2; 32], "bob", now()).unwrap(),
+        None
+    );
+    assert_eq!(
+        s.take_token("challenge", &[2; 32], "ann", now()).unwrap(),
+        None
+    );
+    assert!(s.issue_token(&token("ticket", &[3; 32], "ann")).unwrap());
+    let late = now() + 120_000;
+    assert!(!s.peek_token("ticket", &[3; 32], "ann", late).unwrap());
+    assert_eq!(s.take_token("ticket", &[3; 32], "ann", late).unwrap(), None);
+    // Eight takers of one token at once: one has it.
+    assert!(s.issue_token(&token("ticket", &[4; 32], "ann")).unwrap());
+    let s = Arc::new(s);
+    let got: usize = std::thread::scope(|scope| {
+        let hs: Vec<_> = (0..8)
+            .map(|_| {
+                let s = s.clone();
+                scope.spawn(move || s.take_token("ticket", &[4; 32], "ann", now()).unwrap())
+            })
+            .collect();
+        hs.into_iter().filter_map(|h| h.join().unwrap()).count()
+    });
+    assert_eq!(got, 1);
+}
+
+fn tokens_are_bounded_per_user_and_in_all(place: Place) {
+    let s = place.open();
+    let now = || blindmatch::server::store::now_millis();
+    static D: [[u8; 32]; 6] = [[10; 32], [11; 32], [12; 32], [13; 32], [14; 32], [15; 32]];
+    let t = |i: usize, user: &'static str| NewToken {
+        capacity: 3,
+        per_user: 2,
+        // Later tokens expire later: the oldest is the first.
+        expires_ms: now() + 60_000 + i as i64,
+        ..token("ticket", &D[i], user)
+    };
+    assert!(s.issue_token(&t(0, "ann")).unwrap());
+    assert!(s.issue_token(&t(1, "ann")).unwrap());
+    assert!(s.issue_token(&t(2, "ann")).unwrap());
+    assert!(
+        !s.peek_token("ticket", &D[0], "ann", now()).unwrap(),
+        "the oldest went"
+    );
+    assert!(s.peek_token("ticket", &D[1], "ann", now()).unwrap());
+    assert!(s.issue_token(&t(3, "bob")).unwrap());
+    assert!(!s.issue_token(&t(4, "carol")).unwrap(), "full");
+    assert!(!s.peek_token("ticket", &D[4], "carol", now()).unwrap());
+    // Another kind has its own count.
+    assert!(s
+        .issue_token(&NewToken {
+            capacity: 3,
+            ..token("challenge", &D[5], "carol")
+        })
+        .unwrap());
+}
+
+fn a_users_revision_moves_with_every_write(place: Place) {
+    let s = place.open();
+    assert_eq!(s.user_rev("ann").unwrap(), None);
+    s.put_keys("ann", "00", b"pk", None, None, 10).unwrap();
+    let (id, r0) = s.user_rev("ann").unwrap().unwrap();
+    assert_eq!(s.load_user("ann").unwrap().unwrap().rev, r0);
+    s.put_template("ann", b"t1", 1, false).unwrap();
+    let (_, r1) = s.user_rev("ann").unwrap().unwrap();
+    s.put_template("ann", b"t2", 1, false).unwrap();
+    let (_, r2) = s.user_rev("ann").unwrap().unwrap();
+    let key = DeciderKey {
+        epoch: 1,
+        statement: "s",
+    };
+    s.rotate_keys("ann", b"pk2", None, key).unwrap();
+    let (_, r3) = s.user_rev("ann").unwrap().unwrap();
+    assert!(r0 < r1 && r1 < r2 && r2 < r3, "{r0} {r1} {r2} {r3}");
+    assert_eq!(s.load_user("ann").unwrap().unwrap().rev, r3);
+    // A namesake is told apart by its id.
+    s.delete_user("ann").unwrap();
+    s.put_keys("ann", "00", b"pk", None, None, 10).unwrap();
+    assert_ne!(s.user_rev("ann").unwrap().unwrap().0, id);
 }
 
 /// Replicas starting together on a new database: each migration step is

@@ -18,7 +18,7 @@ use crate::bfv::{PublicKey, RelinKey};
 use crate::matching::wellformed::frame;
 use crate::server::decider::http::KEY_STATEMENT_HEADER;
 use crate::server::login::{Challenge, Login, Refusal, VerdictQuery};
-use crate::server::store::{now_millis, now_secs, AuditRow, DeciderKey, Failures};
+use crate::server::store::{now_millis, now_secs, AuditRow, DeciderKey};
 use crate::server::verdict::Outcome;
 
 use super::auth::{client_addr, PeerAddr};
@@ -68,6 +68,7 @@ pub(super) async fn issue_ticket(
     let ticket = st
         .tickets
         .issue(&user, ())
+        .await
         .map_err(|e| e.refusal(ErrorCode::InvalidTicket))?;
     let expires_at = now_secs() + st.tickets.lifetime().as_secs() as i64;
     Ok((
@@ -246,6 +247,7 @@ pub(super) async fn issue_challenge(
                 audience: aud.clone(),
             },
         )
+        .await
         .map_err(|e| e.refusal(ErrorCode::InvalidChallenge))?;
     let expires_at = now_secs() + login.challenges.lifetime().as_secs() as i64;
     Ok((
@@ -285,6 +287,15 @@ pub(super) async fn login_user(
     let UserName(user) = user?;
     let Query(q) = query?;
     let addr = client_addr(&st, &headers, peer.map(|p| p.0));
+    if st.store.is_shared() {
+        // Other replicas count this user's failures too: the store's count
+        // is the one that holds.
+        let u = user.clone();
+        let stored = db(&st.store, move |s| s.failures_of(&u)).await?;
+        login
+            .throttle
+            .sync(&user, stored.as_ref(), now_millis(), Instant::now());
+    }
     match login.throttle.check(&user, addr, Instant::now()) {
         Ok(()) => {}
         Err(Refusal::LockedOut) => {
@@ -298,6 +309,7 @@ pub(super) async fn login_user(
     let challenge = login
         .challenges
         .take(&q.challenge, &user)
+        .await
         .map_err(|e| e.refusal(ErrorCode::InvalidChallenge))?;
     let start = Instant::now();
     let body = ProbeBody::Bundle(probe, login.clone());
@@ -342,12 +354,13 @@ pub(super) async fn login_user(
             }
         }
         Outcome::Reject => {
-            let failures = Failures {
-                user: user.clone(),
-                count: login.throttle.failed(&user, addr, Instant::now()),
-                last_ms: now_millis(),
-            };
-            db(&st.store, move |s| s.record_failures(&failures)).await?;
+            let now = Instant::now();
+            login.throttle.failed(&user, addr, now);
+            // Counted in the store in one statement (replicas counting at
+            // once both count); its count is the user's.
+            let (u, ms) = (user.clone(), now_millis());
+            let count = db(&st.store, move |s| s.add_failure(&u, ms)).await?;
+            login.throttle.restore(&user, count, now);
         }
     }
     let row = AuditRow {

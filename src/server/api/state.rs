@@ -14,7 +14,7 @@ use crate::server::gallery::Galleries;
 use crate::server::metrics::Metrics;
 use crate::server::store::{AuditLog, Store, StoreError};
 
-use crate::server::login::{GalleryKeys, Login, OneTime};
+use crate::server::login::{GalleryKeys, Login, Tokens};
 
 use super::auth::ApiKeys;
 use super::{ApiError, Gate};
@@ -150,7 +150,7 @@ pub struct AppState {
     /// `/metrics` without the API key (`--metrics-public`).
     pub metrics_public: bool,
     /// Outstanding enrollment tickets.
-    pub tickets: OneTime<()>,
+    pub tickets: Tokens<()>,
     /// Login mode (`--decider`): the decider, challenges, failed logins.
     pub login: Option<Arc<Login>>,
     /// Peers whose `X-Forwarded-For` names the client (`--trusted-proxy`).

@@ -56,7 +56,7 @@ fn state_with(tag: &str, service: Option<Arc<Service>>) -> Arc<AppState> {
         verifier: Verifier::new(&params, 128).unwrap(),
         params,
         dim: 128,
-        store,
+        store: store.clone(),
         pool: rayon::ThreadPoolBuilder::new()
             .num_threads(1)
             .build()
@@ -71,7 +71,13 @@ fn state_with(tag: &str, service: Option<Arc<Service>>) -> Arc<AppState> {
         body_timeout: std::time::Duration::from_secs(15),
         api_keys: Default::default(),
         metrics_public: false,
-        tickets: crate::server::login::OneTime::new(std::time::Duration::from_secs(60), 16, 4),
+        tickets: crate::server::login::Tokens::new(
+            &store,
+            "ticket",
+            std::time::Duration::from_secs(60),
+            16,
+            4,
+        ),
         login: None,
         trusted_proxies: Vec::new(),
     })

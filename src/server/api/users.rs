@@ -45,7 +45,8 @@ pub(super) async fn put_keys(
     }
     // The ticket is taken with the template; here it must be valid.
     if let Caller::Ticket(t) = &caller {
-        if !st.tickets.peek(t, &user) {
+        let valid = st.tickets.peek(t, &user).await;
+        if !valid.map_err(|e| e.refusal(ErrorCode::InvalidTicket))? {
             return Err(TokenError::Invalid.refusal(ErrorCode::InvalidTicket));
         }
     }
@@ -139,8 +140,9 @@ async fn enroll_template(
     if let (Some(_), Caller::Ticket(t)) = (&st.login, &caller) {
         // Refused before the work of checking (and burnt, as a ticket
         // presented for another user is).
-        if !st.tickets.peek(t, &user) {
-            let _ = st.tickets.take(t, &user);
+        let valid = st.tickets.peek(t, &user).await;
+        if !valid.map_err(|e| e.refusal(ErrorCode::InvalidTicket))? {
+            let _ = st.tickets.take(t, &user).await;
             return Err(TokenError::Invalid.refusal(ErrorCode::InvalidTicket));
         }
     }
@@ -160,6 +162,7 @@ async fn enroll_template(
     if let Caller::Ticket(t) = &caller {
         st.tickets
             .take(t, &user)
+            .await
             .map_err(|e| e.refusal(ErrorCode::InvalidTicket))?;
     }
     to_completion(async move {

@@ -154,7 +154,19 @@ pub(super) async fn verify_user(
     when: Audit,
 ) -> ApiResult<Verified> {
     let mut db_us = 0;
-    let cached = st.cache.get(&user);
+    let mut cached = st.cache.get(&user);
+    if let (Some(c), true) = (&cached, st.store.is_shared()) {
+        // Another replica may have written the user since it was cached:
+        // its revision says (one indexed read).
+        let t_db = Instant::now();
+        let u = user.clone();
+        let now = db(&st.store, move |s| s.user_rev(&u)).await?;
+        db_us += t_db.elapsed().as_micros() as u64;
+        if now != Some((c.user_id, c.rev)) {
+            st.cache.invalidate(&user);
+            cached = None;
+        }
+    }
     let (stamp, record) = match &cached {
         Some(_) => (None, None),
         None => {
@@ -299,6 +311,7 @@ fn parse_record(params: &Params, verifier: &Verifier, rec: UserRecord) -> ApiRes
     let template = verifier.prepare_template(&template)?;
     Ok(Loaded {
         user_id: rec.id,
+        rev: rec.rev,
         pk,
         rk,
         template,

@@ -14,6 +14,7 @@ pub mod gallery_keys;
 pub mod one_time;
 pub mod rate;
 pub mod throttle;
+pub mod tokens;
 
 use std::sync::RwLock;
 use std::time::{Duration, Instant};
@@ -28,6 +29,7 @@ pub use gallery_keys::{GalleryKey, GalleryKeys};
 pub use one_time::{OneTime, TokenError};
 pub use rate::RateLimit;
 pub use throttle::{Refusal, Throttle};
+pub use tokens::{TokenValue, Tokens};
 
 /// How long the decider's JWK set is served from memory.
 const JWKS_TTL: Duration = Duration::from_secs(300);
@@ -45,7 +47,7 @@ pub struct Challenge {
 #[derive(Debug)]
 pub struct Login {
     pub decider: DeciderClient,
-    pub challenges: OneTime<Challenge>,
+    pub challenges: Tokens<Challenge>,
     pub throttle: Throttle,
     /// Relying parties a challenge may name (`--audience`); empty: any.
     pub audiences: Vec<String>,
@@ -59,7 +61,7 @@ pub struct Login {
 impl Login {
     pub fn new(
         decider: DeciderClient,
-        challenges: OneTime<Challenge>,
+        challenges: Tokens<Challenge>,
         throttle: Throttle,
         audiences: Vec<String>,
         identify_rate: RateLimit,
@@ -148,6 +150,11 @@ impl TokenError {
         match self {
             TokenError::Invalid => ApiError::new(code, self.to_string()),
             TokenError::Full => ApiError::new(ErrorCode::Overloaded, self.to_string()),
+            TokenError::Unavailable => ApiError {
+                retry_after: Some(1),
+                ..ApiError::new(ErrorCode::StoreUnavailable, self.to_string())
+            },
+            TokenError::Store => ApiError::new(ErrorCode::Store, self.to_string()),
         }
     }
 }

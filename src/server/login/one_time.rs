@@ -22,6 +22,12 @@ pub enum TokenError {
     /// The map is full of live tokens.
     #[error("too many outstanding tokens")]
     Full,
+    /// The store that keeps the tokens cannot be reached.
+    #[error("the database is unavailable; nothing was written: retry shortly")]
+    Unavailable,
+    /// The store that keeps the tokens failed.
+    #[error("database error")]
+    Store,
 }
 
 struct Entry<V> {
@@ -48,8 +54,16 @@ impl<V> std::fmt::Debug for OneTime<V> {
     }
 }
 
-fn digest(token: &str) -> [u8; 32] {
+/// The SHA-256 of `token`: all that is kept of it.
+pub(super) fn digest(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
+}
+
+/// A new token: 32 random bytes, base64url.
+pub(super) fn new_token() -> Result<String, TokenError> {
+    let mut raw = [0u8; 32];
+    getrandom::fill(&mut raw).map_err(|_| TokenError::Full)?;
+    Ok(URL_SAFE_NO_PAD.encode(raw))
 }
 
 impl<V> OneTime<V> {
@@ -69,9 +83,7 @@ impl<V> OneTime<V> {
 
     /// A new token for `user`, carrying `value`.
     pub fn issue(&self, user: &str, value: V) -> Result<String, TokenError> {
-        let mut raw = [0u8; 32];
-        getrandom::fill(&mut raw).map_err(|_| TokenError::Full)?;
-        let token = URL_SAFE_NO_PAD.encode(raw);
+        let token = new_token()?;
         let now = Instant::now();
         let mut map = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= self.capacity {

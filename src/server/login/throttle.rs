@@ -114,6 +114,25 @@ impl Throttle {
         lock(&self.users).insert(user.to_string(), Failures { count, last });
     }
 
+    /// A user's failures as the store holds them now (`None`: none),
+    /// read at `now_ms` / `now`: what other replicas counted replaces this
+    /// process's count.
+    pub fn sync(
+        &self,
+        user: &str,
+        stored: Option<&crate::server::store::Failures>,
+        now_ms: i64,
+        now: Instant,
+    ) {
+        match stored {
+            Some(f) => {
+                let age = Duration::from_millis(now_ms.saturating_sub(f.last_ms).max(0) as u64);
+                self.restore(user, f.count, now.checked_sub(age).unwrap_or(now));
+            }
+            None => self.forget(user),
+        }
+    }
+
     /// Clears the counts after a successful attempt.
     pub fn succeeded(&self, user: &str, addr: IpAddr) {
         lock(&self.users).remove(user);

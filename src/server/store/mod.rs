@@ -26,8 +26,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 pub use audit_log::AuditLog;
 pub use rows::{
-    AuditRow, DeciderKey, Failures, GalleryKeyRow, GalleryRow, GalleryRowRef, UserInfo, UserRecord,
-    AUDIT_FLUSH_INTERVAL, AUDIT_PRUNE_INTERVAL,
+    AuditRow, DeciderKey, Failures, GalleryKeyRow, GalleryRow, GalleryRowRef, NewToken, UserInfo,
+    UserRecord, AUDIT_FLUSH_INTERVAL, AUDIT_PRUNE_INTERVAL,
 };
 pub use sqlite::audit::journal;
 pub use sqlite::offline::{audit_log, backup, AuditEntry, Backup, OfflineError};
@@ -307,9 +307,61 @@ impl Store {
         Ok(out)
     }
 
-    /// Records `user`'s count of failures in a row after one more.
-    pub fn record_failures(&self, f: &Failures) -> Result<(), StoreError> {
-        each!(self, s => s.record_failures(f))
+    /// Counts one more failed login of `user` (the last at `last_ms`);
+    /// returns its failures in a row now.
+    pub fn add_failure(&self, user: &str, last_ms: i64) -> Result<u32, StoreError> {
+        each!(self, s => s.add_failure(user, last_ms))
+    }
+
+    /// `user`'s failed logins in a row, if any.
+    pub fn failures_of(&self, user: &str) -> Result<Option<Failures>, StoreError> {
+        each!(self, s => s.failures_of(user))
+    }
+
+    /// Stores a one-time token. Returns false, storing nothing, when
+    /// `capacity` live tokens of its kind are stored (expired ones are
+    /// dropped first); the user's oldest past `per_user` are dropped.
+    pub fn issue_token(&self, t: &NewToken<'_>) -> Result<bool, StoreError> {
+        each!(self, s => s.issue_token(t))
+    }
+
+    /// Takes the token with SHA-256 `digest`: its value if it is `user`'s
+    /// and live at `now_ms`. The token is gone afterwards whatever the
+    /// answer.
+    pub fn take_token(
+        &self,
+        kind: &str,
+        digest: &[u8; 32],
+        user: &str,
+        now_ms: i64,
+    ) -> Result<Option<String>, StoreError> {
+        each!(self, s => s.take_token(kind, digest, user, now_ms))
+    }
+
+    /// Whether the token with SHA-256 `digest` would be taken for `user`
+    /// at `now_ms` (it stays).
+    pub fn peek_token(
+        &self,
+        kind: &str,
+        digest: &[u8; 32],
+        user: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        each!(self, s => s.peek_token(kind, digest, user, now_ms))
+    }
+
+    /// A user's id and revision: the revision changes with every write to
+    /// the user's keys or template (a cached copy of another replica's
+    /// write is told by it).
+    pub fn user_rev(&self, user: &str) -> Result<Option<(i64, i64)>, StoreError> {
+        each!(self, s => s.user_rev(user))
+    }
+
+    /// Whether other servers may share this store (PostgreSQL): what they
+    /// write is not seen in this process's memory, so state kept there
+    /// (cached users, tokens, failed logins) is read from the store.
+    pub fn is_shared(&self) -> bool {
+        matches!(self, Self::Postgres(_))
     }
 
     /// Forgets `user`'s failures (a success, a new enrollment, a deletion).

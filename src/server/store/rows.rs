@@ -10,6 +10,8 @@ pub struct UserRecord {
     /// The user's id: assigned at registration, never reused (audit rows
     /// belong to it).
     pub id: i64,
+    /// The user's revision (see `Store::user_rev`).
+    pub rev: i64,
     /// Parameter id (hex) the keys were made for.
     pub params_id: String,
     /// Serialized public key.
@@ -126,3 +128,22 @@ pub const AUDIT_FLUSH_INTERVAL: Duration = Duration::from_millis(100);
 /// How often the audit flusher removes rows past their retention (and once
 /// when it starts).
 pub const AUDIT_PRUNE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// A one-time token to store (an enrollment ticket or a login challenge):
+/// only its SHA-256 is kept.
+#[derive(Clone, Copy, Debug)]
+pub struct NewToken<'a> {
+    /// `ticket` or `challenge`.
+    pub kind: &'a str,
+    pub digest: &'a [u8; 32],
+    pub user: &'a str,
+    /// What the token carries (a challenge's audience; empty for a ticket).
+    pub value: &'a str,
+    /// Milliseconds since the Unix epoch.
+    pub expires_ms: i64,
+    pub now_ms: i64,
+    /// Live tokens of the kind at most: past it, none is issued.
+    pub capacity: usize,
+    /// Live tokens of one user at most: issuing one more drops the oldest.
+    pub per_user: usize,
+}

@@ -5,19 +5,41 @@ use super::{pg, PgStore};
 use crate::server::store::{Failures, StoreError};
 
 impl PgStore {
-    /// See [`crate::server::store::Store::record_failures`].
-    pub fn record_failures(&self, f: &Failures) -> Result<(), StoreError> {
+    /// See [`crate::server::store::Store::add_failure`]: one statement, so
+    /// failures counted by two replicas at once are both counted.
+    pub fn add_failure(&self, user: &str, last_ms: i64) -> Result<u32, StoreError> {
         self.run(async {
             let c = self.client().await?;
-            c.execute(
-                "INSERT INTO login_failures (user_name, count, last_ms) VALUES ($1, $2, $3)
-                 ON CONFLICT (user_name) DO UPDATE SET
-                   count = excluded.count, last_ms = excluded.last_ms",
-                &[&f.user, &(f.count as i64), &f.last_ms],
-            )
-            .await
-            .map_err(pg)?;
-            Ok(())
+            let row = c
+                .query_one(
+                    "INSERT INTO login_failures (user_name, count, last_ms) VALUES ($1, 1, $2)
+                     ON CONFLICT (user_name) DO UPDATE SET
+                       count = login_failures.count + 1, last_ms = excluded.last_ms
+                     RETURNING count",
+                    &[&user, &last_ms],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(row.get::<_, i64>(0) as u32)
+        })
+    }
+
+    /// See [`crate::server::store::Store::failures_of`].
+    pub fn failures_of(&self, user: &str) -> Result<Option<Failures>, StoreError> {
+        self.run(async {
+            let c = self.client().await?;
+            let row = c
+                .query_opt(
+                    "SELECT count, last_ms FROM login_failures WHERE user_name = $1",
+                    &[&user],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(row.map(|r| Failures {
+                user: user.to_string(),
+                count: r.get::<_, i64>(0) as u32,
+                last_ms: r.get(1),
+            }))
         })
     }
 

@@ -14,11 +14,14 @@ const MIGRATION_LOCK: i64 = 0x0062_6d2d_7363_686d;
 
 /// `(version, SQL)`: the schema after the step is `version`.
 const MIGRATIONS: &[(i64, &str)] = &[(
-    9,
+    10,
     // Users by id (never reused: audit rows belong to it) and name; a
     // template per user; the audit log; ids of deleted users whose audit
     // rows are still being removed; 1:N gallery ciphertexts and login
-    // mode's gallery keys; failed logins in a row and used verdicts.
+    // mode's gallery keys; failed logins in a row and used verdicts; one-time
+    // tokens (enrollment tickets, login challenges) by their SHA-256.
+    // A user's `rev` is bumped by every write to its keys or template, so a
+    // replica's cached copy can be checked.
     "CREATE SEQUENCE user_ids;
      CREATE TABLE users (
         id BIGINT PRIMARY KEY,
@@ -29,7 +32,8 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         created BIGINT NOT NULL,
         created_ms BIGINT NOT NULL,
         key_epoch BIGINT,
-        key_statement TEXT
+        key_statement TEXT,
+        rev BIGINT NOT NULL DEFAULT 0
      );
      CREATE TABLE templates (
         user_id BIGINT PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
@@ -73,7 +77,15 @@ const MIGRATIONS: &[(i64, &str)] = &[(
      CREATE TABLE used_verdicts (
         nonce TEXT PRIMARY KEY,
         exp BIGINT NOT NULL
-     );",
+     );
+     CREATE TABLE one_time_tokens (
+        digest BYTEA PRIMARY KEY,
+        kind TEXT NOT NULL,
+        user_name TEXT NOT NULL,
+        value TEXT NOT NULL,
+        expires_ms BIGINT NOT NULL
+     );
+     CREATE INDEX one_time_tokens_user ON one_time_tokens(kind, user_name);",
 )];
 
 impl PgStore {

@@ -75,7 +75,7 @@ impl PgStore {
             let id = tx
                 .query_opt(
                     "UPDATE users SET public_key = $2, relin_key = $3, key_epoch = $4,
-                            key_statement = $5
+                            key_statement = $5, rev = rev + 1
                      WHERE name = $1 RETURNING id",
                     &[
                         &user,
@@ -105,24 +105,41 @@ impl PgStore {
         checked: bool,
     ) -> Result<(), StoreError> {
         self.run(async {
-            let c = self.client().await?;
-            // One statement: the user's row is read and the template
-            // written in its transaction.
-            let n = c
-                .execute(
-                    "INSERT INTO templates (user_id, ciphertext, count, updated, checked)
-                     SELECT id, $2, $3, $4, $5 FROM users WHERE name = $1
-                     ON CONFLICT (user_id) DO UPDATE SET
-                       ciphertext = excluded.ciphertext, count = excluded.count,
-                       updated = excluded.updated, checked = excluded.checked",
-                    &[&user, &ciphertext, &(count as i64), &now_secs(), &checked],
+            let mut c = self.client().await?;
+            let tx = c.transaction().await.map_err(pg)?;
+            let id: i64 = tx
+                .query_opt(
+                    "UPDATE users SET rev = rev + 1 WHERE name = $1 RETURNING id",
+                    &[&user],
                 )
                 .await
+                .map_err(pg)?
+                .ok_or(StoreError::UnknownUser)?
+                .get(0);
+            tx.execute(
+                "INSERT INTO templates (user_id, ciphertext, count, updated, checked)
+                 VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (user_id) DO UPDATE SET
+                   ciphertext = excluded.ciphertext, count = excluded.count,
+                   updated = excluded.updated, checked = excluded.checked",
+                &[&id, &ciphertext, &(count as i64), &now_secs(), &checked],
+            )
+            .await
+            .map_err(pg)?;
+            tx.commit().await.map_err(pg)
+        })
+    }
+
+    /// See [`crate::server::store::Store::user_rev`].
+    pub fn user_rev(&self, user: &str) -> Result<Option<(i64, i64)>, StoreError> {
+        self.run(async {
+            let c = self.client().await?;
+            let st = c
+                .prepare_cached("SELECT id, rev FROM users WHERE name = $1")
+                .await
                 .map_err(pg)?;
-            if n == 0 {
-                return Err(StoreError::UnknownUser);
-            }
-            Ok(())
+            let row = c.query_opt(&st, &[&user]).await.map_err(pg)?;
+            Ok(row.map(|r| (r.get(0), r.get(1))))
         })
     }
 
@@ -133,7 +150,7 @@ impl PgStore {
             let row = c
                 .query_opt(
                     "SELECT u.id, u.params_id, u.public_key, u.relin_key, t.ciphertext, t.count,
-                            u.key_epoch, u.key_statement, t.checked
+                            u.key_epoch, u.key_statement, t.checked, u.rev
                      FROM users u LEFT JOIN templates t ON t.user_id = u.id WHERE u.name = $1",
                     &[&user],
                 )
@@ -144,6 +161,7 @@ impl PgStore {
                 let count: Option<i64> = r.get(5);
                 UserRecord {
                     id: r.get(0),
+                    rev: r.get(9),
                     params_id: r.get(1),
                     public_key: r.get(2),
                     relin_key: r.get(3),

@@ -2,21 +2,41 @@
 //! logins in a row (so that a restart lifts no wait and no lockout), and
 //! the verdicts used as credentials (so that none works twice).
 
-use rusqlite::params;
+use rusqlite::{params, OptionalExtension};
 
 use super::SqliteStore;
 use crate::server::store::{Failures, StoreError};
 
 impl SqliteStore {
-    /// Records `user`'s count of failures in a row after one more.
-    pub fn record_failures(&self, f: &Failures) -> Result<(), StoreError> {
+    /// Counts one more failure of `user` (the last at `last_ms`); returns
+    /// its failures in a row now.
+    pub fn add_failure(&self, user: &str, last_ms: i64) -> Result<u32, StoreError> {
         self.write(|tx| {
-            tx.execute(
-                "INSERT INTO login_failures (user, count, last_ms) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (user) DO UPDATE SET count = excluded.count, last_ms = excluded.last_ms",
-                params![f.user, f.count, f.last_ms],
-            )?;
-            Ok(())
+            Ok(tx.query_row(
+                "INSERT INTO login_failures (user, count, last_ms) VALUES (?1, 1, ?2)
+                 ON CONFLICT (user) DO UPDATE SET count = count + 1, last_ms = excluded.last_ms
+                 RETURNING count",
+                params![user, last_ms],
+                |r| r.get(0),
+            )?)
+        })
+    }
+
+    /// `user`'s failures in a row, if any.
+    pub fn failures_of(&self, user: &str) -> Result<Option<Failures>, StoreError> {
+        self.with(|c| {
+            Ok(c.query_row(
+                "SELECT count, last_ms FROM login_failures WHERE user = ?1",
+                [user],
+                |r| {
+                    Ok(Failures {
+                        user: user.to_string(),
+                        count: r.get(0)?,
+                        last_ms: r.get(1)?,
+                    })
+                },
+            )
+            .optional()?)
         })
     }
 
@@ -72,19 +92,9 @@ mod tests {
         {
             let s = Store::open(&path).unwrap();
             for count in 1..=3 {
-                s.record_failures(&Failures {
-                    user: "ann".into(),
-                    count,
-                    last_ms: 10 * count as i64,
-                })
-                .unwrap();
+                assert_eq!(s.add_failure("ann", 10 * count as i64).unwrap(), count);
             }
-            s.record_failures(&Failures {
-                user: "bob".into(),
-                count: 1,
-                last_ms: 5,
-            })
-            .unwrap();
+            s.add_failure("bob", 5).unwrap();
             s.clear_failures("bob").unwrap();
             assert!(s.use_verdict("n1", 100, 50).unwrap());
             assert!(!s.use_verdict("n1", 100, 60).unwrap());

@@ -21,6 +21,7 @@ pub mod audit;
 pub mod galleries;
 pub mod logins;
 pub mod offline;
+pub mod tokens;
 pub mod users;
 
 use std::path::Path;
@@ -123,6 +124,19 @@ const MIGRATIONS: &[&str] = &[
     // enrollment (login mode; templates stored before it did not, and get
     // a signed reject `malformed_template` until the user enrolls again).
     "ALTER TABLE templates ADD COLUMN checked INTEGER NOT NULL DEFAULT 0;",
+    // 10: what replicas on one database share: a user's revision (bumped
+    // by every write to its keys or template, so a cached copy can be
+    // checked), and one-time tokens (enrollment tickets, login challenges)
+    // by their SHA-256.
+    "ALTER TABLE users ADD COLUMN rev INTEGER NOT NULL DEFAULT 0;
+     CREATE TABLE one_time_tokens (
+        digest BLOB PRIMARY KEY NOT NULL,
+        kind TEXT NOT NULL,
+        user TEXT NOT NULL,
+        value TEXT NOT NULL,
+        expires_ms INTEGER NOT NULL
+     );
+     CREATE INDEX one_time_tokens_user ON one_time_tokens(kind, user);",
 ];
 
 /// The schema version this build writes.

@@ -58,7 +58,8 @@ impl SqliteStore {
     ) -> Result<(), StoreError> {
         self.write(|tx| {
             let changed = tx.execute(
-                "UPDATE users SET public_key = ?2, relin_key = ?3, key_epoch = ?4, key_statement = ?5
+                "UPDATE users SET public_key = ?2, relin_key = ?3, key_epoch = ?4, key_statement = ?5,
+                                  rev = rev + 1
                  WHERE user = ?1",
                 params![user, public_key, relin_key, key.epoch, key.statement],
             )?;
@@ -90,7 +91,21 @@ impl SqliteStore {
                    updated = excluded.updated, checked = excluded.checked",
                 params![user, ciphertext, count, now_secs(), checked],
             )?;
+            tx.execute("UPDATE users SET rev = rev + 1 WHERE user = ?1", [user])?;
             Ok(())
+        })
+    }
+
+    /// A user's id and revision (bumped by every write to its keys or
+    /// template).
+    pub fn user_rev(&self, user: &str) -> Result<Option<(i64, i64)>, StoreError> {
+        self.with(|c| {
+            Ok(
+                c.query_row("SELECT id, rev FROM users WHERE user = ?1", [user], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()?,
+            )
         })
     }
 
@@ -101,7 +116,7 @@ impl SqliteStore {
             let rec = tx
                 .query_row(
                     "SELECT u.params_id, u.public_key, u.relin_key, t.ciphertext, t.count, u.id,
-                            u.key_epoch, u.key_statement, t.checked
+                            u.key_epoch, u.key_statement, t.checked, u.rev
                      FROM users u LEFT JOIN templates t ON t.user = u.user WHERE u.user = ?1",
                     [user],
                     |r| {
@@ -109,6 +124,7 @@ impl SqliteStore {
                         let count: Option<u32> = r.get(4)?;
                         Ok(UserRecord {
                             id: r.get(5)?,
+                            rev: r.get(9)?,
                             params_id: r.get(0)?,
                             public_key: r.get(1)?,
                             relin_key: r.get(2)?,
