@@ -130,22 +130,29 @@ pub(crate) struct Server {
 
 impl Server {
     pub(crate) fn start(dir: &Path, extra: &[&str]) -> Server {
-        let db = dir.join("blindmatch.db");
+        let db = dir.join("blindmatch.db").display().to_string();
+        Server::start_on(dir, &db, "server.log", extra)
+    }
+
+    /// A server on `db` (a file or a `postgres://` URL), logging to
+    /// `dir/log`.
+    pub(crate) fn start_on(dir: &Path, db: &str, log: &str, extra: &[&str]) -> Server {
+        Server::start_at(dir, db, log, "127.0.0.1:0", extra)
+    }
+
+    /// [`Server::start_on`] bound to `bind` (a replica started again on
+    /// its address).
+    pub(crate) fn start_at(dir: &Path, db: &str, log: &str, bind: &str, extra: &[&str]) -> Server {
         let mut cmd = server_cmd();
         cmd.arg("serve")
-            .args(["--bind", "127.0.0.1:0", "--threads", "2"])
-            .arg("--db")
-            .arg(&db)
+            .args(["--bind", bind, "--threads", "2"])
+            .args(["--db", db])
             .arg("--www")
             .arg(dir.join("www"))
             .arg("--pkg")
             .arg(dir.join("pkg"))
             .args(extra);
-        let (child, url) = spawn_listening(
-            cmd,
-            &dir.join("server.log"),
-            "blindmatch-server listening on ",
-        );
+        let (child, url) = spawn_listening(cmd, &dir.join(log), "blindmatch-server listening on ");
         Server {
             child: Arc::new(Mutex::new(child)),
             url,

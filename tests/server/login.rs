@@ -16,10 +16,18 @@ pub(crate) const BEARER: &str = "Bearer rp-key-0123456789abcdefghijklmn";
 pub(crate) struct LoginMode {
     pub(crate) decider: Decider,
     pub(crate) matcher: Server,
+    /// More matchers on the same database (a shared store), for
+    /// [`LoginMode::via`].
+    pub(crate) replicas: Vec<Server>,
+    /// The matcher the calls below go to: 0 is `matcher`, i the replica
+    /// `i - 1`.
+    active: std::cell::Cell<usize>,
     pub(crate) dir: TempDir,
     pub(crate) jwks: PathBuf,
     /// The matcher's arguments, for a restart.
     args: Vec<String>,
+    /// The `--db` value.
+    db: String,
 }
 
 impl LoginMode {
@@ -30,6 +38,18 @@ impl LoginMode {
     /// Login mode on the database in `dir` (a matcher may have served it
     /// before in the user-held-key mode).
     pub(crate) fn start_in(dir: TempDir, extra: &[&str]) -> LoginMode {
+        let db = dir.join("blindmatch.db").display().to_string();
+        LoginMode::start_with(dir, db, 0, extra)
+    }
+
+    /// Login mode with `replicas` more matchers, all on `db` (a
+    /// PostgreSQL URL when there are replicas).
+    pub(crate) fn start_with(
+        dir: TempDir,
+        db: String,
+        replicas: usize,
+        extra: &[&str],
+    ) -> LoginMode {
         let decider = Decider::start(&dir);
         let keys = dir.join("api.keys");
         std::fs::write(&keys, format!("# the relying party\n{KEY}\n")).unwrap();
@@ -49,7 +69,11 @@ impl LoginMode {
         ];
         args.extend_from_slice(extra);
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-        let matcher = Server::start(&dir, &args.iter().map(String::as_str).collect::<Vec<_>>());
+        let flags: Vec<&str> = args.iter().map(String::as_str).collect();
+        let matcher = Server::start_on(&dir, &db, "server.log", &flags);
+        let replicas = (1..=replicas)
+            .map(|i| Server::start_on(&dir, &db, &format!("replica-{i}.log"), &flags))
+            .collect();
         let jwks = dir.join("jwks.json");
         let r = call(
             "GET",
@@ -62,8 +86,25 @@ impl LoginMode {
             args,
             decider,
             matcher,
+            replicas,
+            active: std::cell::Cell::new(0),
             dir,
             jwks,
+            db,
+        }
+    }
+
+    /// Sends the calls that follow to matcher `i` (0: the first).
+    pub(crate) fn via(&self, i: usize) -> &Self {
+        assert!(i <= self.replicas.len());
+        self.active.set(i);
+        self
+    }
+
+    fn active_url(&self) -> &str {
+        match self.active.get() {
+            0 => &self.matcher.url,
+            i => &self.replicas[i - 1].url,
         }
     }
 
@@ -72,11 +113,11 @@ impl LoginMode {
     pub(crate) fn restart(&mut self) {
         self.matcher.kill();
         let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
-        self.matcher = Server::start(&self.dir, &args);
+        self.matcher = Server::start_on(&self.dir, &self.db, "server.log", &args);
     }
 
     pub(crate) fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.matcher.url)
+        format!("{}{path}", self.active_url())
     }
 
     pub(crate) fn db(&self) -> PathBuf {
@@ -101,7 +142,7 @@ impl LoginMode {
     }
 
     /// The audit rows' outcomes for `user`, oldest first.
-    fn outcomes(&self, user: &str) -> Vec<String> {
+    pub(crate) fn outcomes(&self, user: &str) -> Vec<String> {
         self.rows();
         let conn = rusqlite::Connection::open(self.db()).unwrap();
         let mut st = conn
@@ -117,7 +158,7 @@ impl LoginMode {
     }
 
     /// An enrollment ticket for `user` (registering them on first use).
-    fn ticket(&self, user: &str) -> String {
+    pub(crate) fn ticket(&self, user: &str) -> String {
         let r = self.api("POST", &format!("/v1/users/{user}/tickets"));
         assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
         let v = r.json();
@@ -126,7 +167,7 @@ impl LoginMode {
     }
 
     /// A login challenge for `user`, for the test relying party.
-    fn challenge(&self, user: &str) -> String {
+    pub(crate) fn challenge(&self, user: &str) -> String {
         let r = self.api("POST", &format!("/v1/users/{user}/challenges?aud={APP}"));
         assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
         assert_eq!(r.json()["aud"], APP);
@@ -134,7 +175,7 @@ impl LoginMode {
     }
 
     /// `PUT .../template` with a credential (`Ticket t`, `Verdict v`...).
-    fn put_template(&self, user: &str, auth: &str, body: &[u8]) -> Resp {
+    pub(crate) fn put_template(&self, user: &str, auth: &str, body: &[u8]) -> Resp {
         call_with(
             "PUT",
             &self.url(&format!("/v1/users/{user}/template")),
@@ -145,7 +186,13 @@ impl LoginMode {
 
     /// `POST .../login`, from `addr` when given (the matcher trusts
     /// 127.0.0.1's `X-Forwarded-For` when started with `--trusted-proxy`).
-    fn login_from(&self, user: &str, challenge: &str, probe: &[u8], addr: Option<&str>) -> Resp {
+    pub(crate) fn login_from(
+        &self,
+        user: &str,
+        challenge: &str,
+        probe: &[u8],
+        addr: Option<&str>,
+    ) -> Resp {
         let headers: Vec<(&str, &str)> = addr.iter().map(|a| ("x-forwarded-for", *a)).collect();
         call_with(
             "POST",
@@ -156,7 +203,7 @@ impl LoginMode {
     }
 
     /// A login that gets a verdict: the token and its outcome.
-    fn login(&self, user: &str, probe: &[u8]) -> (String, String, String) {
+    pub(crate) fn login(&self, user: &str, probe: &[u8]) -> (String, String, String) {
         let c = self.challenge(user);
         let r = self.login_from(user, &c, probe, None);
         assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
@@ -168,7 +215,7 @@ impl LoginMode {
 
 /// The page's side: encrypts under the user's public key from the matcher;
 /// it holds no secret key and decrypts nothing.
-struct Browser {
+pub(crate) struct Browser {
     pk: PublicKey,
     q: Quantizer,
     rng: Prng,
@@ -178,7 +225,7 @@ impl Browser {
     /// The page's side for `user`, once the decider's statement of the key
     /// the matcher served checks (what `checkKeyStatement` does in the
     /// package).
-    fn of(m: &LoginMode, user: &str, seed: u8) -> Browser {
+    pub(crate) fn of(m: &LoginMode, user: &str, seed: u8) -> Browser {
         let r = call("GET", &m.url(&format!("/v1/users/{user}/public-key")), None);
         assert_eq!(r.status, 200);
         let keys = PublicKeys::from_jwks(&std::fs::read(&m.jwks).unwrap()).unwrap();
@@ -198,14 +245,14 @@ impl Browser {
         }
     }
 
-    fn template(&mut self, samples: &[Vec<f32>]) -> Vec<u8> {
+    pub(crate) fn template(&mut self, samples: &[Vec<f32>]) -> Vec<u8> {
         let refs: Vec<&[f32]> = samples.iter().map(|e| e.as_slice()).collect();
         client::encrypt_template_bundle(&self.pk, &self.q, &refs, &mut self.rng)
             .unwrap()
             .to_bytes()
     }
 
-    fn probe(&mut self, face: &[f32]) -> Vec<u8> {
+    pub(crate) fn probe(&mut self, face: &[f32]) -> Vec<u8> {
         client::encrypt_probe_bundle(&self.pk, &self.q, face, &mut self.rng)
             .unwrap()
             .to_bytes()
@@ -213,7 +260,13 @@ impl Browser {
 }
 
 /// Enrolls `face` (two photos) for `user` with a fresh ticket.
-fn enroll_with_ticket(m: &LoginMode, user: &str, b: &mut Browser, face: &[f32], rng: &mut Prng) {
+pub(crate) fn enroll_with_ticket(
+    m: &LoginMode,
+    user: &str,
+    b: &mut Browser,
+    face: &[f32],
+    rng: &mut Prng,
+) {
     let t = m.ticket(user);
     let body = b.template(&[near(face, rng), near(face, rng)]);
     let r = m.put_template(user, &format!("Ticket {t}"), &body);

@@ -26,5 +26,6 @@ mod namesake;
 mod origin;
 mod postgres;
 mod quotas;
+mod replicas;
 mod stall;
 mod store;
