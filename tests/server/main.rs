@@ -24,6 +24,7 @@ mod load;
 mod login;
 mod namesake;
 mod origin;
+mod outage;
 mod postgres;
 mod quotas;
 mod replicas;

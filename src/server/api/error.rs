@@ -145,6 +145,9 @@ impl ApiError {
 
     /// A failed write of an audit row (details in the log only).
     pub(super) fn audit(e: StoreError) -> Self {
+        if let StoreError::Unavailable(_) = e {
+            return Self::from(e);
+        }
         tracing::error!(error = %e, "audit");
         Self::new(ErrorCode::Store, "database error")
     }
