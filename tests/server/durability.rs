@@ -238,9 +238,89 @@ fn audit_retention_removes_old_rows_only() {
 
 #[test]
 fn acknowledged_enrollments_survive_kill_9() {
+    survive_kill_9("sqlite");
+}
+
+#[test]
+fn acknowledged_enrollments_survive_kill_9_on_postgres() {
+    survive_kill_9("postgres");
+}
+
+/// What a store holds of a user: the template (bytes and count) and the
+/// number of audit rows; and the number of templates in all.
+struct Reader {
+    template: Box<dyn Fn(&str) -> Option<(Vec<u8>, u32)>>,
+    audit_rows: Box<dyn Fn(&str) -> i64>,
+    templates: Box<dyn Fn() -> i64>,
+}
+
+fn sqlite_reader(db: &Path) -> Reader {
+    let conn = std::rc::Rc::new(rusqlite::Connection::open(db).unwrap());
+    let ok: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(ok, "ok");
+    let (c1, c2, c3) = (conn.clone(), conn.clone(), conn);
+    Reader {
+        template: Box::new(move |user| {
+            c1.query_row(
+                "SELECT ciphertext, count FROM templates WHERE user = ?1",
+                [user],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok()
+        }),
+        audit_rows: Box::new(move |user| {
+            c2.query_row("SELECT count(*) FROM audit WHERE user = ?1", [user], |r| {
+                r.get(0)
+            })
+            .unwrap()
+        }),
+        templates: Box::new(move || {
+            c3.query_row("SELECT count(*) FROM templates", [], |r| r.get(0))
+                .unwrap()
+        }),
+    }
+}
+
+fn postgres_reader(db: &str) -> Reader {
+    let name = db.rsplit('/').next().unwrap().to_string();
+    let psql = move |sql: String| crate::postgres::shared().psql(&name, &sql);
+    let (p1, p2, p3) = (psql.clone(), psql.clone(), psql);
+    Reader {
+        template: Box::new(move |user| {
+            let out = p1(format!(
+                "SELECT encode(t.ciphertext, 'hex') || ' ' || t.count FROM templates t
+                 JOIN users u ON u.id = t.user_id WHERE u.name = '{user}'"
+            ));
+            let (hex, count) = out.split_once(' ')?;
+            let bytes = (0..hex.len())
+                .step_by(2)
+                .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+                .collect();
+            Some((bytes, count.parse().unwrap()))
+        }),
+        audit_rows: Box::new(move |user| {
+            p2(format!(
+                "SELECT count(*) FROM audit WHERE user_name = '{user}'"
+            ))
+            .parse()
+            .unwrap()
+        }),
+        templates: Box::new(move || p3("SELECT count(*) FROM templates".into()).parse().unwrap()),
+    }
+}
+
+/// Rounds of enrollments and verifications, each ended by `kill -9` of the
+/// server at a random moment; then every acknowledged write must be there,
+/// byte for byte, on the store `kind`.
+fn survive_kill_9(kind: &str) {
     let _machine = shared();
-    let dir = temp_dir("durable");
-    let db = dir.join("blindmatch.db");
+    let dir = temp_dir(&format!("durable-{kind}"));
+    let db = match kind {
+        "sqlite" => dir.join("blindmatch.db").display().to_string(),
+        _ => crate::postgres::shared().database("kill9"),
+    };
     let mut id = Identity::new(21);
     let keys = id.keys_body(false);
     let mut rng = Prng::from_os().unwrap();
@@ -261,7 +341,7 @@ fn acknowledged_enrollments_survive_kill_9() {
     let mut next = 0usize;
     let rounds = 4;
     for round in 0..rounds {
-        let srv = Server::start(&dir, &[]);
+        let srv = Server::start_on(&dir, &db, "server.log", &[]);
         let child = srv.child.clone();
         let delay = 150 + (rng.next_u32() % 600) as u64;
         let killer = std::thread::spawn(move || {
@@ -337,20 +417,12 @@ fn acknowledged_enrollments_survive_kill_9() {
 
     // Restart on the same file: every acknowledged enrollment is there, byte
     // for byte; anything else present is a complete copy of what was sent.
-    let srv = Server::start(&dir, &[]);
-    let conn = rusqlite::Connection::open(&db).unwrap();
-    let ok: String = conn
-        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(ok, "ok");
-    let stored = |user: &str| -> Option<(Vec<u8>, u32)> {
-        conn.query_row(
-            "SELECT ciphertext, count FROM templates WHERE user = ?1",
-            [user],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .ok()
+    let srv = Server::start_on(&dir, &db, "server.log", &[]);
+    let reader = match kind {
+        "sqlite" => sqlite_reader(Path::new(&db)),
+        _ => postgres_reader(&db),
     };
+    let stored = |user: &str| (reader.template)(user);
     for (user, k) in &acked {
         let (bytes, count) = stored(user).unwrap_or_else(|| panic!("{user} lost"));
         assert_eq!(count, 2);
@@ -366,11 +438,7 @@ fn acknowledged_enrollments_survive_kill_9() {
     // the journal where the kill came before a flush; none is doubled.
     let mut rows_acked = 0;
     for (user, (ok, sent)) in &verified {
-        let rows: i64 = conn
-            .query_row("SELECT count(*) FROM audit WHERE user = ?1", [user], |r| {
-                r.get(0)
-            })
-            .unwrap();
+        let rows = (reader.audit_rows)(user);
         if stored(user).is_some() {
             assert!(
                 (*ok..=*sent).contains(&rows),
@@ -379,9 +447,7 @@ fn acknowledged_enrollments_survive_kill_9() {
         }
         rows_acked += ok;
     }
-    let n_templates: i64 = conn
-        .query_row("SELECT count(*) FROM templates", [], |r| r.get(0))
-        .unwrap();
+    let n_templates = (reader.templates)();
     assert!(n_templates as usize >= acked.len());
     // And they still verify: one of each template over HTTP.
     for k in 0..templates.len() {
@@ -402,7 +468,7 @@ fn acknowledged_enrollments_survive_kill_9() {
         );
     }
     eprintln!(
-        "durability: {} acknowledged enrollments and {rows_acked} acknowledged verifications over {rounds} kill -9 rounds, all intact",
+        "durability ({kind}): {} acknowledged enrollments and {rows_acked} acknowledged verifications over {rounds} kill -9 rounds, all intact",
         acked.len()
     );
 }
