@@ -10,6 +10,7 @@ mod attack;
 mod harness;
 
 mod cli;
+mod cluster;
 mod corruption;
 mod decider;
 mod disconnect;
