@@ -92,7 +92,10 @@ fn kill_9_of_a_replica_behind_haproxy_loses_nothing_acknowledged() {
     let keys = id.keys_body(false);
     let mut rng = Prng::from_seed([61; 32]);
     let faces: Vec<Vec<f32>> = (0..2).map(|_| embedding(&mut rng)).collect();
-    let templates: Vec<Vec<u8>> = faces.iter().map(|f| id.template(&[f.clone()])).collect();
+    let templates: Vec<Vec<u8>> = faces
+        .iter()
+        .map(|f| id.template(std::slice::from_ref(f)))
+        .collect();
     let probes: Vec<Vec<u8>> = faces.iter().map(|f| id.probe(f)).collect();
     const CLIENTS: usize = 3;
     let stop = AtomicBool::new(false);

@@ -248,8 +248,10 @@ fn acknowledged_enrollments_survive_kill_9_on_postgres() {
 
 /// What a store holds of a user: the template (bytes and count) and the
 /// number of audit rows; and the number of templates in all.
+type TemplateOf = Box<dyn Fn(&str) -> Option<(Vec<u8>, u32)>>;
+
 struct Reader {
-    template: Box<dyn Fn(&str) -> Option<(Vec<u8>, u32)>>,
+    template: TemplateOf,
     audit_rows: Box<dyn Fn(&str) -> i64>,
     templates: Box<dyn Fn() -> i64>,
 }

@@ -117,7 +117,10 @@ fn a_database_restart_under_load_loses_nothing_acknowledged() {
     let keys = id.keys_body(false);
     let mut rng = Prng::from_seed([71; 32]);
     let faces: Vec<Vec<f32>> = (0..2).map(|_| embedding(&mut rng)).collect();
-    let templates: Vec<Vec<u8>> = faces.iter().map(|f| id.template(&[f.clone()])).collect();
+    let templates: Vec<Vec<u8>> = faces
+        .iter()
+        .map(|f| id.template(std::slice::from_ref(f)))
+        .collect();
     let probes: Vec<Vec<u8>> = faces.iter().map(|f| id.probe(f)).collect();
     let stop = std::sync::atomic::AtomicBool::new(false);
     let seen_down = std::sync::atomic::AtomicBool::new(false);

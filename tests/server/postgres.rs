@@ -5,7 +5,7 @@
 //! database of its own; [`Postgres::start`] gives a test a cluster it may
 //! stop and restart.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
@@ -183,10 +183,6 @@ impl Postgres {
         self.psql("postgres", &format!("CREATE DATABASE {name}"));
         self.url(&name)
     }
-
-    pub(crate) fn dir(&self) -> &Path {
-        &self.dir
-    }
 }
 
 impl Drop for Postgres {
@@ -202,21 +198,23 @@ pub(crate) fn shared() -> &'static Postgres {
     static PG: OnceLock<Postgres> = OnceLock::new();
     PG.get_or_init(|| {
         let pg = Postgres::start("shared");
+        let ctl = format!(
+            "{} '{}' -D '{}' -m immediate stop >/dev/null 2>&1",
+            if is_root() {
+                "runuser -u postgres --"
+            } else {
+                ""
+            },
+            pg.bin.join("pg_ctl").display(),
+            pg.data().display()
+        );
         let stop = format!(
             "while kill -0 {pid} 2>/dev/null; do sleep 0.5; done; {ctl}; rm -rf '{dir}'",
             pid = std::process::id(),
-            ctl = format!(
-                "{} '{}' -D '{}' -m immediate stop >/dev/null 2>&1",
-                if is_root() {
-                    "runuser -u postgres --"
-                } else {
-                    ""
-                },
-                pg.bin.join("pg_ctl").display(),
-                pg.data().display()
-            ),
             dir = pg.dir.display()
         );
+        // Not waited for: it outlives this process on purpose.
+        #[allow(clippy::zombie_processes)]
         Command::new("setsid")
             .args(["sh", "-c", &stop])
             .stdin(Stdio::null())

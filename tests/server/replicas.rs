@@ -129,7 +129,7 @@ fn either_replica_answers_the_same() {
     let r = call(
         "PUT",
         &format!("{}/v1/users/ann/template", b.url),
-        Some(&id.template(&[face2.clone()])),
+        Some(&id.template(std::slice::from_ref(&face2))),
     );
     assert_eq!(r.status, 204);
     // A decrypts to the new template's cosine: it read the new row.

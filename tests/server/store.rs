@@ -35,14 +35,6 @@ impl Place {
         }
     }
 
-    /// The `--db` value.
-    pub(crate) fn arg(&self) -> String {
-        match self.target() {
-            DbTarget::Sqlite(p) => p.display().to_string(),
-            DbTarget::Postgres(url) => url,
-        }
-    }
-
     pub(crate) fn open(&self) -> Store {
         Store::connect(&self.target(), std::time::Duration::from_secs(10)).unwrap()
     }
@@ -280,7 +272,7 @@ fn failures_and_used_verdicts(place: Place) {
         count: 3,
         last_ms: 30,
     };
-    assert_eq!(s.load_failures().unwrap(), [ann.clone()]);
+    assert_eq!(s.load_failures().unwrap(), std::slice::from_ref(&ann));
     assert_eq!(s.failures_of("ann").unwrap(), Some(ann));
     assert_eq!(s.failures_of("bob").unwrap(), None);
     assert!(s.use_verdict("n1", 100, 50).unwrap());
