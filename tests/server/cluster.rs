@@ -232,3 +232,88 @@ fn kill_9_of_a_replica_behind_haproxy_loses_nothing_acknowledged() {
         failed.len()
     );
 }
+
+/// scripts/cluster.sh as a user runs it (the build and setup skipped: the
+/// test's binary is used): it prints the page's URL, the page and the
+/// replicas answer through HAProxy on one PostgreSQL, and a stop signal
+/// to its process group stops every process it started, PostgreSQL too.
+/// (The script traps SIGINT, Ctrl-C, and SIGTERM alike; the test sends
+/// SIGTERM, since a shell that starts with SIGINT ignored, as background
+/// jobs of the test runner's scripts do, cannot trap it.)
+#[test]
+fn cluster_sh_starts_the_cluster_and_a_stop_signal_stops_it() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+    let _machine = shared();
+    if emulated(
+        "cluster.sh",
+        "scripts and ports: nothing architecture-specific",
+    ) {
+        return;
+    }
+    let dir = temp_dir("cluster-sh");
+    let ports: Vec<u16> = (0..6)
+        .map(|_| free_addr().rsplit(':').next().unwrap().parse().unwrap())
+        .collect();
+    let mut child = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/cluster.sh"))
+        .envs([
+            ("SKIP_SETUP", "1".to_string()),
+            ("SKIP_WASM", "1".to_string()),
+            ("SKIP_BUILD", "1".to_string()),
+            ("BLINDMATCH_BIN", BIN.to_string()),
+            ("BLINDMATCH_BIND", format!("127.0.0.1:{}", ports[0])),
+            ("DECIDER_PORT", ports[1].to_string()),
+            ("MATCHER_PORTS", format!("{} {}", ports[2], ports[3])),
+            ("HAPROXY_PORT", ports[4].to_string()),
+            ("PG_PORT", ports[5].to_string()),
+            ("CLUSTER_DIR", dir.display().to_string()),
+        ])
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(
+            std::fs::File::create(dir.join("cluster.err")).unwrap(),
+        ))
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let page = format!("http://127.0.0.1:{}", ports[0]);
+    assert_eq!(
+        line.trim(),
+        format!("blindmatch cluster at {page}/"),
+        "{}",
+        std::fs::read_to_string(dir.join("cluster.err")).unwrap_or_default()
+    );
+    assert_eq!(call("GET", &format!("{page}/"), None).status, 200);
+    assert_eq!(
+        call("GET", &format!("{page}/rp/config"), None).json()["mode"],
+        "login"
+    );
+    let front = format!("http://127.0.0.1:{}", ports[4]);
+    let health = call("GET", &format!("{front}/healthz"), None).json();
+    assert_eq!(health["store"], "postgres");
+
+    let status = Command::new("kill")
+        .args(["-s", "TERM", "--", &format!("-{}", child.id())])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "cluster.sh did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    for port in &ports {
+        assert!(
+            std::net::TcpStream::connect(("127.0.0.1", *port)).is_err(),
+            "port {port} still answers after the stop"
+        );
+    }
+}
