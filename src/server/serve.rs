@@ -82,7 +82,13 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     let audit = store::AuditLog::start(store.clone(), retention)
         .map_err(|e| format!("audit thread: {e}"))?;
     let on_stop = store.clone();
-    let tickets_store = store.clone();
+    let tickets = Tokens::new(
+        &store,
+        "ticket",
+        Duration::from_secs(args.ticket_lifetime.max(1)),
+        TOKENS,
+        4,
+    );
     let conn_limits = listen::ConnLimits {
         max_connections: listen::raise_open_files(args.max_connections),
         header_timeout: Duration::from_millis(args.header_timeout_ms.max(1)),
@@ -111,13 +117,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         body_timeout: Duration::from_millis(args.body_timeout_ms.max(1)),
         api_keys,
         metrics_public: args.metrics_public,
-        tickets: Tokens::new(
-            &tickets_store,
-            "ticket",
-            Duration::from_secs(args.ticket_lifetime.max(1)),
-            TOKENS,
-            4,
-        ),
+        tickets,
         login,
         trusted_proxies: args.trusted_proxies.clone(),
     });

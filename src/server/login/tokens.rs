@@ -93,21 +93,19 @@ impl<V: TokenValue> Tokens<V> {
 
     /// A new token for `user`, carrying `value`.
     pub async fn issue(&self, user: &str, value: V) -> Result<String, TokenError> {
-        let Self::Shared {
-            kind,
-            store,
-            lifetime,
-            capacity,
-            per_user,
-            ..
-        } = self
-        else {
-            let Self::Local(t) = self else { unreachable!() };
-            return t.issue(user, value);
+        let (kind, store, lifetime, capacity, per_user) = match self {
+            Self::Local(t) => return t.issue(user, value),
+            Self::Shared {
+                kind,
+                store,
+                lifetime,
+                capacity,
+                per_user,
+                ..
+            } => (*kind, store, *lifetime, *capacity, *per_user),
         };
         let token = new_token()?;
         let (d, user, value) = (digest(&token), user.to_string(), value.encode());
-        let (kind, capacity, per_user) = (*kind, *capacity, *per_user);
         let expires = lifetime.as_millis() as i64;
         let issued = blocking(store, move |s| {
             let now_ms = now_millis();

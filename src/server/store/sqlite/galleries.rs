@@ -132,22 +132,4 @@ impl SqliteStore {
         }
         Ok(Ok(()))
     }
-
-    /// Every gallery ciphertext, by gallery and sequence number.
-    #[cfg(test)]
-    pub(crate) fn gallery_rows(&self) -> Result<Vec<GalleryRow>, StoreError> {
-        let mut out = Vec::new();
-        self.for_each_gallery_row(|r| {
-            out.push(GalleryRow {
-                gallery: r.gallery.to_string(),
-                seq: r.seq,
-                ciphertext: r.ciphertext.to_vec(),
-                count: r.count,
-                erased: r.erased,
-            });
-            Ok::<_, ()>(())
-        })?
-        .expect("pushing cannot fail");
-        Ok(out)
-    }
 }

@@ -346,7 +346,7 @@ mod tests {
             )
             .unwrap();
         }
-        let store = SqliteStore::open(&path).unwrap();
+        let store = Store::open(&path).unwrap();
         assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
         let rows = store.gallery_rows().unwrap();
         assert_eq!((rows.len(), rows[0].erased, rows[0].count), (1, 0, 32));
