@@ -143,6 +143,40 @@ impl Gallery {
         count: usize,
         erased: u64,
     ) -> Result<usize, MatchError> {
+        let ct = self.to_stored(&ct, count)?;
+        let max = templates_per_ciphertext(&self.params, self.dim);
+        let first = self.cts.len() * max;
+        self.cts.push(ct);
+        self.counts.push(count);
+        self.erased.push(erased & low_bits(count));
+        Ok(first)
+    }
+
+    /// Puts a stored ciphertext of `count` templates, `erased` of them
+    /// erased, in place of ciphertext `position` (an erasure made
+    /// elsewhere, read back from the store).
+    pub fn replace(
+        &mut self,
+        position: usize,
+        ct: Ciphertext,
+        count: usize,
+        erased: u64,
+    ) -> Result<(), MatchError> {
+        let max = templates_per_ciphertext(&self.params, self.dim);
+        if position >= self.cts.len() {
+            return Err(MatchError::UnknownTemplate {
+                index: position * max,
+            });
+        }
+        self.cts[position] = self.to_stored(&ct, count)?;
+        self.counts[position] = count;
+        self.erased[position] = erased & low_bits(count);
+        Ok(())
+    }
+
+    /// `ct`, checked as a gallery ciphertext of `count` templates, in the
+    /// form this gallery keeps.
+    fn to_stored(&self, ct: &Ciphertext, count: usize) -> Result<Ciphertext, MatchError> {
         self.params.check(ct.params())?;
         let max = templates_per_ciphertext(&self.params, self.dim);
         if count == 0 || count > max {
@@ -163,12 +197,7 @@ impl Gallery {
         // fresh ciphertext keeps ample budget for one plaintext product
         // there (tests/suite/matching.rs checks exact scores on extreme
         // inputs).
-        let ct = stored(self.ev.mod_switch_to(&ct, self.stored_level)?);
-        let first = self.cts.len() * max;
-        self.cts.push(ct);
-        self.counts.push(count);
-        self.erased.push(erased & low_bits(count));
-        Ok(first)
+        Ok(stored(self.ev.mod_switch_to(ct, self.stored_level)?))
     }
 
     /// Number of templates (erased ones not counted).

@@ -368,6 +368,49 @@ impl Galleries {
         Ok(())
     }
 
+    /// Ciphertext `position` of `gallery` as the store now holds it (a
+    /// shard catching up, `crate::server::shards`): the next one is
+    /// appended, an earlier one replaced (an erasure made elsewhere).
+    pub fn put_stored(
+        &self,
+        gallery: &str,
+        position: usize,
+        ct: Ciphertext,
+        count: usize,
+        erased: u64,
+    ) -> Result<(), ApiError> {
+        let g = {
+            let mut map = self.map.write().map_err(|_| poisoned())?;
+            match map.get(gallery) {
+                Some(g) => g.clone(),
+                None => {
+                    let g = Arc::new(RwLock::new(self.empty()?));
+                    map.insert(gallery.to_string(), g.clone());
+                    g
+                }
+            }
+        };
+        let mut g = g.write().map_err(|_| poisoned())?;
+        let n = g.ciphertexts();
+        if position == n {
+            g.restore(ct, count, erased)?;
+        } else if position < n {
+            g.replace(position, ct, count, erased)?;
+        } else {
+            return Err(ApiError::internal(&format!(
+                "gallery {gallery}: stored ciphertext {position} read before {n}"
+            )));
+        }
+        self.set_counts(gallery, Counts::of(&g))
+    }
+
+    /// Forgets a gallery (deleted elsewhere: a shard catching up).
+    pub fn forget(&self, gallery: &str) -> Result<(), ApiError> {
+        self.map.write().map_err(|_| poisoned())?.remove(gallery);
+        self.counts.lock().map_err(|_| poisoned())?.remove(gallery);
+        Ok(())
+    }
+
     /// Runs `f` on a gallery (read-locked: a scan).
     pub fn with<T>(
         &self,
