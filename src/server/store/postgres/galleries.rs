@@ -39,7 +39,7 @@ impl PgStore {
             let c = self.client().await?;
             let n = c
                 .execute(
-                    "UPDATE gallery_templates SET ciphertext = $3, erased = $4
+                    "UPDATE gallery_templates SET ciphertext = $3, erased = $4, rev = nextval('gallery_revs')
                      WHERE gallery = $1 AND seq = $2",
                     &[&gallery, &seq, &ciphertext, &(erased as i64)],
                 )

@@ -22,6 +22,7 @@ pub mod audit;
 pub mod galleries;
 pub mod logins;
 pub mod schema;
+pub mod shards;
 pub mod tokens;
 pub mod users;
 

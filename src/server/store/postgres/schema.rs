@@ -13,16 +13,17 @@ use crate::server::store::{StoreError, SCHEMA_VERSION};
 const MIGRATION_LOCK: i64 = 0x0062_6d2d_7363_686d;
 
 /// `(version, SQL)`: the schema after the step is `version`.
-const MIGRATIONS: &[(i64, &str)] = &[(
-    10,
-    // Users by id (never reused: audit rows belong to it) and name; a
-    // template per user; the audit log; ids of deleted users whose audit
-    // rows are still being removed; 1:N gallery ciphertexts and login
-    // mode's gallery keys; failed logins in a row and used verdicts; one-time
-    // tokens (enrollment tickets, login challenges) by their SHA-256.
-    // A user's `rev` is bumped by every write to its keys or template, so a
-    // replica's cached copy can be checked.
-    "CREATE SEQUENCE user_ids;
+const MIGRATIONS: &[(i64, &str)] = &[
+    (
+        10,
+        // Users by id (never reused: audit rows belong to it) and name; a
+        // template per user; the audit log; ids of deleted users whose audit
+        // rows are still being removed; 1:N gallery ciphertexts and login
+        // mode's gallery keys; failed logins in a row and used verdicts; one-time
+        // tokens (enrollment tickets, login challenges) by their SHA-256.
+        // A user's `rev` is bumped by every write to its keys or template, so a
+        // replica's cached copy can be checked.
+        "CREATE SEQUENCE user_ids;
      CREATE TABLE users (
         id BIGINT PRIMARY KEY,
         name TEXT NOT NULL UNIQUE,
@@ -86,7 +87,33 @@ const MIGRATIONS: &[(i64, &str)] = &[(
         expires_ms BIGINT NOT NULL
      );
      CREATE INDEX one_time_tokens_user ON one_time_tokens(kind, user_name);",
-)];
+    ),
+    (
+        11,
+        // Sharded galleries: every write to a gallery row takes the next
+        // gallery revision (holders catch up on what is past theirs), a
+        // deleted gallery leaves a tombstone; the replicas' leases and the
+        // shard map (`postgres::shards`).
+        "CREATE SEQUENCE gallery_revs;
+     ALTER TABLE gallery_templates ADD COLUMN rev BIGINT NOT NULL DEFAULT nextval('gallery_revs');
+     CREATE INDEX gallery_templates_rev ON gallery_templates(gallery, rev);
+     CREATE TABLE gallery_deletions (
+        gallery TEXT NOT NULL,
+        rev BIGINT NOT NULL,
+        PRIMARY KEY (gallery, rev)
+     );
+     CREATE TABLE replicas (
+        id TEXT PRIMARY KEY,
+        public_key BYTEA NOT NULL,
+        lease_until_ms BIGINT NOT NULL
+     );
+     CREATE TABLE shard_map (
+        shard INT PRIMARY KEY,
+        holder TEXT,
+        taker TEXT
+     );",
+    ),
+];
 
 impl PgStore {
     /// Creates the schema or brings it up to [`SCHEMA_VERSION`], in one

@@ -137,6 +137,10 @@ const MIGRATIONS: &[&str] = &[
         expires_ms INTEGER NOT NULL
      );
      CREATE INDEX one_time_tokens_user ON one_time_tokens(kind, user);",
+    // 11: sharded galleries, which are PostgreSQL's (its gallery revisions,
+    // leases and shard map); a SQLite file is one process's and has no
+    // shards, so this step changes nothing here.
+    "",
 ];
 
 /// The schema version this build writes.
