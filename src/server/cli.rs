@@ -58,6 +58,21 @@ pub struct ServeArgs {
     /// (with backoff, each attempt logged) before exiting with the reason.
     #[arg(long, env = "BLINDMATCH_DB_WAIT_SECS", default_value_t = 30)]
     pub db_wait_secs: u64,
+    /// Shard every 1:N gallery over the replicas sharing the PostgreSQL
+    /// `--db` into this many shards (the same on every replica; with
+    /// `--decider local --service-key` and `--advertise`). Each replica
+    /// holds some shards in memory; identifications fan out to them.
+    #[arg(long, env = "BLINDMATCH_SHARDS")]
+    pub shards: Option<u32>,
+    /// With `--shards`: the URL (`http://host:port`) other replicas reach
+    /// this one at; also its name in the shard map.
+    #[arg(long, env = "BLINDMATCH_ADVERTISE")]
+    pub advertise: Option<String>,
+    /// With `--shards`: how long a replica's lease on its shards lasts
+    /// unrenewed (renewed every fifth of it); after a replica dies, its
+    /// shards move once this has passed.
+    #[arg(long, env = "BLINDMATCH_LEASE_MS", default_value_t = 5000)]
+    pub lease_ms: u64,
     /// Matching threads (default: one per core).
     #[arg(long, env = "BLINDMATCH_THREADS")]
     pub threads: Option<usize>,

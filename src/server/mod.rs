@@ -5,7 +5,8 @@
 //! * [`api`]: routes, handlers, JSON errors, static files with a strict CSP.
 //! * [`store`]: SQLite in WAL mode with `synchronous=FULL`; every write is
 //!   one transaction, committed before the reply.
-//! * [`gallery`]: 1:N galleries in memory (`serve --service-key`).
+//! * [`gallery`]: 1:N galleries in memory (`serve --service-key`);
+//!   [`shards`]: galleries sharded over replicas (`serve --shards`).
 //! * [`routes`]: the route table the router and the metrics share.
 //! * [`decider`]: the login decision (per-user keys, policy, verdict).
 //! * [`login`]: the matcher's side of login mode (the decider's client,
@@ -31,6 +32,7 @@ pub mod metrics;
 pub mod routes;
 mod secret_file;
 mod serve;
+pub mod shards;
 pub mod store;
 #[cfg(test)]
 mod test_dir;

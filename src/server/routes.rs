@@ -33,6 +33,8 @@ pub const GALLERY_PUBLIC_KEY: &str = "/v1/galleries/{gallery}/public-key";
 pub const GALLERY_TEMPLATES: &str = "/v1/galleries/{gallery}/templates";
 pub const GALLERY_TEMPLATE: &str = "/v1/galleries/{gallery}/templates/{index}";
 pub const GALLERY_IDENTIFY: &str = "/v1/galleries/{gallery}/identify";
+pub const GALLERY_SHARD_IDENTIFY: &str = "/v1/galleries/{gallery}/shards/{shard}/identify";
+pub const CLUSTER_KEYS: &str = "/v1/cluster/keys";
 
 const fn route(path: &'static str, methods: &'static [&'static str]) -> Route {
     Route {
@@ -50,7 +52,7 @@ const fn one_to_n(path: &'static str, methods: &'static [&'static str]) -> Route
 }
 
 /// Every API route. Static files (`/`, `/pkg/...`) are the fallback.
-pub const ROUTES: [Route; 19] = [
+pub const ROUTES: [Route; 21] = [
     route(HEALTHZ, &["GET"]),
     route(METRICS, &["GET"]),
     route(PARAMS, &["GET"]),
@@ -70,6 +72,8 @@ pub const ROUTES: [Route; 19] = [
     one_to_n(GALLERY_TEMPLATES, &["POST"]),
     one_to_n(GALLERY_TEMPLATE, &["DELETE"]),
     one_to_n(GALLERY_IDENTIFY, &["POST"]),
+    one_to_n(GALLERY_SHARD_IDENTIFY, &["POST"]),
+    one_to_n(CLUSTER_KEYS, &["GET"]),
 ];
 
 /// The metrics label of requests outside [`ROUTES`] (static files,

@@ -13,6 +13,7 @@ use super::api::{self, AppState, Gate, Limits};
 use super::cli::ServeArgs;
 use super::decider::replies::MAX_REPLIES;
 use super::login::{DeciderClient, GalleryKey, GalleryKeys, Login, RateLimit, Throttle, Tokens};
+use super::shards::{ShardConfig, Sharding};
 use super::store::{self, DbTarget, Store};
 use super::{cache, cores, gallery, listen, metrics, params};
 
@@ -66,6 +67,12 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         Some(_) => Verifier::for_decider(&params, args.dim).map_err(|e| format!("--dim: {e}"))?,
         None => verifier,
     };
+    if args.shards.is_some() && (args.service_key.is_none() || login.is_some()) {
+        return Err(
+            "--shards needs --decider local --service-key: sharded galleries are the key holder's"
+                .into(),
+        );
+    }
     let service = tokio::task::block_in_place(|| match (&args.service_key, &login) {
         (Some(path), _) => load_service(path, &params, &args, &store).map(|s| Some(Arc::new(s))),
         (None, Some(_)) => login_galleries(&params, &args, &store).map(|s| Some(Arc::new(s))),
@@ -123,7 +130,15 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     });
     let listener = listen::bind(args.bind).map_err(|e| format!("bind {}: {e}", args.bind))?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let browser = api::BrowserPolicy::new(addr, &args.allowed_hosts, &args.cors_origins)?;
+    // Other replicas call this one by its advertised address.
+    let mut hosts = args.allowed_hosts.clone();
+    hosts.extend(
+        args.advertise
+            .as_deref()
+            .and_then(crate::server::shards::peer::authority)
+            .map(str::to_string),
+    );
+    let browser = api::BrowserPolicy::new(addr, &hosts, &args.cors_origins)?;
     tracing::info!(
         %addr,
         db = %args.db.display(),
@@ -151,8 +166,15 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
     // Connections with TCP_NODELAY whose exchanges are timed on the wire
     // (each request's `sent` log line), up to the connection cap, with the
     // header deadline and the idle timeout (`listen`).
+    let sharding = state.service.as_ref().and_then(|s| s.shards.clone());
+    if let Some(sh) = &sharding {
+        crate::server::shards::spawn_leases(sh.clone());
+    }
     let app = api::guarded_router(state, &browser);
     listen::run(listener, app, conn_limits, shutdown_signal()).await;
+    if let Some(sh) = sharding {
+        tokio::task::block_in_place(|| sh.leave());
+    }
     // The journaled audit rows go into the database before the process
     // ends (they would be recovered at the next start anyway).
     match tokio::task::block_in_place(|| on_stop.flush_audit()) {
@@ -278,7 +300,7 @@ fn load_service(
     path: &Path,
     params: &Params,
     args: &ServeArgs,
-    store: &Store,
+    store: &Arc<Store>,
 ) -> Result<api::Service, String> {
     let mut bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let sk = SecretKey::from_bytes(params, &bytes);
@@ -286,12 +308,44 @@ fn load_service(
     let sk = sk.map_err(|e| format!("{}: {e}", path.display()))?;
     let pk = PublicKey::new(&sk).map_err(|e| e.to_string())?;
     let galleries = gallery::Galleries::new(params, args.dim, args.quotas());
-    load_galleries(&galleries, store, |_| Ok(()))?;
+    let shards = match sharding(args, params, store)? {
+        // Shards are loaded by the lease task, not here.
+        Some(sh) => Some(Arc::new(sh)),
+        None => {
+            load_galleries(&galleries, store, |_| Ok(()))?;
+            None
+        }
+    };
     Ok(api::Service {
         identifier: Identifier::new(params, args.dim).map_err(|e| e.to_string())?,
         galleries,
         keys: api::ServiceKeys::Local { sk, pk },
+        shards,
     })
+}
+
+/// `--shards`: this replica's part in the sharded cluster.
+fn sharding(
+    args: &ServeArgs,
+    params: &Params,
+    store: &Arc<Store>,
+) -> Result<Option<Sharding>, String> {
+    let Some(shards) = args.shards else {
+        if args.advertise.is_some() {
+            return Err("--advertise needs --shards".into());
+        }
+        return Ok(None);
+    };
+    let id = args
+        .advertise
+        .clone()
+        .ok_or("--shards needs --advertise: the URL other replicas reach this one at")?;
+    let config = ShardConfig {
+        id,
+        shards,
+        lease: Duration::from_millis(args.lease_ms.max(500)),
+    };
+    Sharding::join(config, params, args.dim, store.clone()).map(Some)
 }
 
 /// Login mode's galleries: each one's keys as the store kept them, then
@@ -338,6 +392,7 @@ fn login_galleries(
         identifier: Identifier::new(params, args.dim).map_err(|e| e.to_string())?,
         galleries,
         keys: api::ServiceKeys::Decider(keys),
+        shards: None,
     })
 }
 

@@ -29,5 +29,6 @@ mod outage;
 mod postgres;
 mod quotas;
 mod replicas;
+mod shards;
 mod stall;
 mod store;

@@ -126,6 +126,7 @@ pub fn access(path: &str, method: &Method, metrics_public: bool) -> Access {
         (routes::METRICS, _) if metrics_public => Public,
         (routes::USER_VERIFY | routes::USER_LOGIN | routes::USER_PUBLIC_KEY, _) => Public,
         (routes::JWKS | routes::SERVICE_PUBLIC_KEY | routes::GALLERY_PUBLIC_KEY, _) => Public,
+        (routes::CLUSTER_KEYS, _) => Public,
         (routes::USER_KEYS | routes::USER_TEMPLATE, _) => Enroll,
         (routes::USER, "DELETE") => Owner,
         // Users' metadata, tickets, challenges, galleries, metrics.

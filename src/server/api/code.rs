@@ -101,11 +101,19 @@ pub enum ErrorCode {
     /// The matcher could not reach the decider, or it answered with an
     /// error.
     DeciderUnavailable,
+    /// Sharded galleries: a shard with no live holder (a replica died and
+    /// its lease has not lapsed yet, or its shards are being loaded), or a
+    /// holder that could not be reached; retry after `Retry-After`.
+    ShardUnavailable,
+    /// Sharded galleries: a shard's holder answered with a result that does
+    /// not check (signature, shard, nonce, or a revision older than the
+    /// gallery's).
+    BadShardResult,
 }
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 43] = [
+    pub const ALL: [ErrorCode; 45] = [
         Self::BadName,
         Self::Truncated,
         Self::Malformed,
@@ -149,6 +157,8 @@ impl ErrorCode {
         Self::Throttled,
         Self::LockedOut,
         Self::DeciderUnavailable,
+        Self::ShardUnavailable,
+        Self::BadShardResult,
     ];
 
     /// The code as it goes on the wire (and into the request log).
@@ -197,6 +207,8 @@ impl ErrorCode {
             Self::Throttled => "throttled",
             Self::LockedOut => "locked_out",
             Self::DeciderUnavailable => "decider_unavailable",
+            Self::ShardUnavailable => "shard_unavailable",
+            Self::BadShardResult => "bad_shard_result",
         }
     }
 
@@ -227,12 +239,14 @@ impl ErrorCode {
             | Self::InvalidVerdict
             | Self::LoginMode => StatusCode::FORBIDDEN,
             Self::Throttled | Self::LockedOut => StatusCode::TOO_MANY_REQUESTS,
-            Self::DeciderUnavailable => StatusCode::BAD_GATEWAY,
+            Self::DeciderUnavailable | Self::BadShardResult => StatusCode::BAD_GATEWAY,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::MisdirectedHost => StatusCode::MISDIRECTED_REQUEST,
-            Self::Overloaded | Self::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Overloaded | Self::StoreUnavailable | Self::ShardUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::UserExists | Self::QuotaReached => StatusCode::CONFLICT,
             Self::BodyTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::WrongParams

@@ -244,7 +244,7 @@ impl IntoResponse for ApiError {
         )
             .into_response();
         let retry = match self.code {
-            ErrorCode::Overloaded => Some(1),
+            ErrorCode::Overloaded | ErrorCode::ShardUnavailable => Some(1),
             _ => self.retry_after,
         };
         if let Some(s) = retry {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, FromRef, Path, Query, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use axum::{Json, Router};
@@ -27,7 +27,8 @@ use super::state::to_completion;
 use super::users::{check_count, CountQuery};
 use super::wire::parse_fresh_ciphertext;
 use super::{
-    login_galleries, ApiError, ApiResult, AppState, ErrorCode, Limits, Service, ServiceKeys,
+    login_galleries, sharded, ApiError, ApiResult, AppState, ErrorCode, Limits, Service,
+    ServiceKeys,
 };
 
 /// The 1:N routes' state: the server's, and the service key with the
@@ -50,6 +51,9 @@ impl GalleryState {
     /// the gallery's template count. In login mode the gallery must have
     /// been created (with its key) first.
     async fn add(&self, gallery: &str, body: Bytes, count: u32) -> ApiResult<(usize, usize)> {
+        if let Some(sh) = &self.service.shards {
+            return sharded::add(self, sh, gallery, body, count).await;
+        }
         if let ServiceKeys::Decider(keys) = &self.service.keys {
             if keys.get(gallery).is_none() {
                 return Err(ApiError::new(
@@ -81,9 +85,16 @@ impl GalleryState {
 
     /// A gallery's counts and memory (read beside the gallery: never
     /// waiting on a scan).
-    fn info(&self, gallery: &str) -> ApiResult<GalleryInfo> {
+    async fn info(&self, gallery: &str) -> ApiResult<GalleryInfo> {
         let per = pack::templates_per_ciphertext(&self.app.params, self.app.dim);
-        let c = self.service.galleries.counts(gallery)?;
+        let c = match &self.service.shards {
+            Some(sh) => sharded::counts(sh, Some(gallery))
+                .await?
+                .pop()
+                .map(|(_, c)| c)
+                .ok_or_else(|| ApiError::new(ErrorCode::UnknownGallery, "no such gallery"))?,
+            None => self.service.galleries.counts(gallery)?,
+        };
         Ok(GalleryInfo {
             ciphertexts: c.ciphertexts,
             erased: c.erased,
@@ -97,6 +108,9 @@ impl GalleryState {
     /// Erases template `index` (store, then memory). Returns the gallery's
     /// remaining template count.
     async fn erase(&self, gallery: &str, index: usize) -> ApiResult<usize> {
+        if let Some(sh) = &self.service.shards {
+            return sharded::erase(self, sh, gallery, index).await;
+        }
         if let ServiceKeys::Decider(_) = &self.service.keys {
             return login_galleries::erase(self, gallery, index).await;
         }
@@ -119,6 +133,9 @@ impl GalleryState {
 
     /// Removes a gallery (store, then memory).
     async fn delete(&self, gallery: &str) -> ApiResult<()> {
+        if let Some(sh) = &self.service.shards {
+            return sharded::delete(sh, gallery).await;
+        }
         let store = self.app.store.clone();
         let g = gallery.to_string();
         let svc = self.service.clone();
@@ -180,6 +197,11 @@ pub(super) fn router(app: Arc<AppState>, service: Arc<Service>) -> Router<Arc<Ap
         .route(routes::GALLERY_TEMPLATES, post(gallery_add))
         .route(routes::GALLERY_TEMPLATE, delete(gallery_erase))
         .route(routes::GALLERY_IDENTIFY, identify)
+        .route(
+            routes::GALLERY_SHARD_IDENTIFY,
+            post(sharded::shard_identify).layer(DefaultBodyLimit::max(JSON_LIMIT)),
+        )
+        .route(routes::CLUSTER_KEYS, get(sharded::cluster_keys))
         .with_state(Arc::new(GalleryState { app, service }))
 }
 
@@ -201,6 +223,11 @@ pub(super) fn disabled_router() -> Router<Arc<AppState>> {
             routes::GALLERY_IDENTIFY,
             post(disabled_json).layer(DefaultBodyLimit::max(JSON_LIMIT)),
         )
+        .route(
+            routes::GALLERY_SHARD_IDENTIFY,
+            post(disabled_json).layer(DefaultBodyLimit::max(JSON_LIMIT)),
+        )
+        .route(routes::CLUSTER_KEYS, get(disabled))
 }
 
 /// `PUT /v1/galleries/{gallery}` with a service key: galleries are created
@@ -318,10 +345,11 @@ struct GalleryList {
 
 /// `GET /v1/galleries`: every gallery with its counts, by name.
 async fn gallery_list(State(st): State<Arc<GalleryState>>) -> ApiResult<Json<GalleryList>> {
-    let galleries = st
-        .service
-        .galleries
-        .list()?
+    let all = match &st.service.shards {
+        Some(sh) => sharded::counts(sh, None).await?,
+        None => st.service.galleries.list()?,
+    };
+    let galleries = all
         .into_iter()
         .map(|(name, c)| GalleryCounts::of(name, c))
         .collect();
@@ -345,7 +373,7 @@ async fn gallery_info(
     gallery: ApiResult<GalleryName>,
 ) -> ApiResult<Json<GalleryInfo>> {
     let GalleryName(gallery) = gallery?;
-    let info = st.info(&gallery)?;
+    let info = st.info(&gallery).await?;
     Ok(Json(info))
 }
 
@@ -397,6 +425,9 @@ struct Identified {
     gallery: String,
     /// Best first.
     matches: Vec<Ranked>,
+    /// Sharded galleries: the merging replica's signed identification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    identification: Option<String>,
 }
 
 /// One match of an identification.
@@ -410,17 +441,20 @@ struct Ranked {
 async fn gallery_identify(
     State(st): State<Arc<GalleryState>>,
     gallery: ApiResult<GalleryName>,
+    headers: HeaderMap,
     body: Result<Json<IdentifyRequest>, JsonRejection>,
 ) -> ApiResult<Json<Identified>> {
     let GalleryName(gallery) = gallery?;
     let Json(req) = body?;
-    if req.top_k == 0 || req.top_k > 100 {
-        return Err(ApiError::new(
-            ErrorCode::BadTopK,
-            "top_k must be in 1..=100",
-        ));
-    }
-    let matches = st.identify(&gallery, req).await?;
+    sharded::check_top_k(req.top_k)?;
+    let (matches, identification) = match &st.service.shards {
+        Some(sh) => {
+            let (m, jws) =
+                sharded::identify(&st, sh, &gallery, req.embedding, req.top_k, &headers).await?;
+            (m, Some(jws))
+        }
+        None => (st.identify(&gallery, req).await?, None),
+    };
     let matches = matches
         .iter()
         .map(|m| Ranked {
@@ -429,7 +463,11 @@ async fn gallery_identify(
             score: m.score,
         })
         .collect();
-    Ok(Json(Identified { gallery, matches }))
+    Ok(Json(Identified {
+        gallery,
+        matches,
+        identification,
+    }))
 }
 
 #[cfg(test)]
@@ -474,6 +512,7 @@ mod tests {
                 index: 7,
                 score: -3,
             }],
+            identification: None,
         };
         let old = serde_json::json!({
             "gallery": "staff",

@@ -49,6 +49,9 @@ pub struct Health {
     /// 1:N is on (`--service-key`).
     pub identify: bool,
     pub schema_version: i64,
+    /// Sharded galleries (`--shards`): the shards this replica holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shards: Option<Vec<u32>>,
     pub status: &'static str,
     /// The store: `sqlite` or `postgres`.
     pub store: &'static str,
@@ -61,6 +64,11 @@ pub(super) async fn healthz(State(st): State<Arc<AppState>>) -> ApiResult<Json<H
         backend: crate::Backend::detect().name(),
         identify: st.service.is_some(),
         schema_version: version,
+        shards: st
+            .service
+            .as_ref()
+            .and_then(|s| s.shards.as_ref())
+            .map(|sh| sh.held_shards()),
         status: "ok",
         store: st.store.kind(),
         threads: st.pool.current_num_threads(),
@@ -155,6 +163,7 @@ mod tests {
             backend: "scalar",
             identify: false,
             schema_version: 5,
+            shards: None,
             status: "ok",
             store: "sqlite",
             threads: 2,

@@ -16,7 +16,8 @@
 //!   `deadline`: the body deadline; [`origin`]: the `Host` check, the
 //!   bodies' media types, CORS; [`gate`]: the bounded queues for matching.
 //! * `users`, `verify`, `login` (tickets, challenges, login mode),
-//!   `galleries` (1:N: a router with its own state),
+//!   `galleries` (1:N: a router with its own state; `sharded`: its
+//!   routes over sharded galleries),
 //!   [`meta`], `static_files`: the handlers, by resource; `wire`: the keys
 //!   framing and the fresh-ciphertext check; `log`: the request-logging
 //!   middleware.
@@ -34,6 +35,7 @@ mod login_galleries;
 pub mod meta;
 pub mod origin;
 pub mod router;
+mod sharded;
 pub mod state;
 mod static_files;
 mod users;

@@ -162,6 +162,9 @@ pub struct Service {
     pub identifier: Identifier,
     pub galleries: Galleries,
     pub keys: ServiceKeys,
+    /// Sharded galleries (`--shards`): `galleries` is then empty, and each
+    /// held shard has galleries of its own.
+    pub shards: Option<Arc<crate::server::shards::Sharding>>,
 }
 
 /// Whose keys the galleries are under.

@@ -37,6 +37,7 @@ fn state_1ton(tag: &str) -> Arc<AppState> {
         },
         identifier: Identifier::new(&params, 128).unwrap(),
         galleries: Galleries::new(&params, 128, Quotas::DEFAULT),
+        shards: None,
     };
     state_with(tag, Some(Arc::new(service)))
 }

@@ -76,6 +76,21 @@ impl PublicKeys {
         Ok(Self(keys))
     }
 
+    /// Raw Ed25519 public keys (32 bytes each, RFC 8032), each under its
+    /// RFC 7638 thumbprint as `kid`; a key that is not 32 bytes or not a
+    /// curve point is skipped.
+    pub fn from_raw<'a>(keys: impl IntoIterator<Item = &'a [u8]>) -> Self {
+        Self(
+            keys.into_iter()
+                .filter_map(|k| {
+                    let x: [u8; 32] = k.try_into().ok()?;
+                    let key = VerifyingKey::from_bytes(&x).ok()?;
+                    Some((super::keys::thumbprint(&x), key))
+                })
+                .collect(),
+        )
+    }
+
     /// Whether a key with this `kid` is known.
     pub fn has(&self, kid: &str) -> bool {
         self.0.iter().any(|(k, _)| k == kid)
@@ -115,7 +130,7 @@ impl PublicKeys {
 
     /// `jws` signed by one of these keys, with header `typ` equal to `typ`
     /// (so that a verdict and a key statement cannot pass for each other).
-    fn verify_typed<T: serde::de::DeserializeOwned>(
+    pub fn verify_typed<T: serde::de::DeserializeOwned>(
         &self,
         jws: &str,
         typ: &str,

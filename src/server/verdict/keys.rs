@@ -60,6 +60,21 @@ pub struct Jwk {
     pub use_: &'static str,
 }
 
+impl Jwk {
+    /// The JWK of an Ed25519 public key (32 bytes, RFC 8032), its
+    /// thumbprint as `kid`.
+    pub fn of(public: &[u8; 32]) -> Self {
+        Self {
+            kty: "OKP",
+            crv: "Ed25519",
+            x: URL_SAFE_NO_PAD.encode(public),
+            kid: thumbprint(public),
+            alg: "EdDSA",
+            use_: "sig",
+        }
+    }
+}
+
 /// A JWK set: `{"keys": [...]}`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct JwkSet {
@@ -133,14 +148,7 @@ impl VerdictKey {
 
     /// The public JWK.
     pub fn jwk(&self) -> Jwk {
-        Jwk {
-            kty: "OKP",
-            crv: "Ed25519",
-            x: URL_SAFE_NO_PAD.encode(self.public_key()),
-            kid: self.kid.clone(),
-            alg: "EdDSA",
-            use_: "sig",
-        }
+        Jwk::of(&self.public_key())
     }
 
     /// The Ed25519 signature of `msg`.
@@ -151,7 +159,7 @@ impl VerdictKey {
 
 /// RFC 7638: SHA-256 over the required members in lexicographic order, no
 /// whitespace, base64url.
-fn thumbprint(public: &[u8; 32]) -> String {
+pub(super) fn thumbprint(public: &[u8; 32]) -> String {
     let x = URL_SAFE_NO_PAD.encode(public);
     let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{x}"}}"#);
     URL_SAFE_NO_PAD.encode(Sha256::digest(canonical.as_bytes()))

@@ -158,7 +158,8 @@ impl VerdictKey {
         self.sign_typed(IDENTIFICATION_TYP, claims)
     }
 
-    fn sign_typed(&self, typ: &'static str, claims: &impl Serialize) -> String {
+    /// Signs `claims` under the header `typ`.
+    pub fn sign_typed(&self, typ: &'static str, claims: &impl Serialize) -> String {
         let header = Header {
             alg: "EdDSA",
             typ,
