@@ -11,7 +11,7 @@
 #   scripts/bench.sh                    full run
 #   scripts/bench.sh --quick            short measurement times, smaller
 #                                       galleries, no Chromium page bench and
-#                                       no HTTP load or hostile-traffic run (about 2 minutes once
+#                                       no HTTP load, hostile-traffic or scale run (about 2 minutes once
 #                                       everything is built)
 #   scripts/bench.sh [--quick] --check-rows FILE
 #                                       only checks that FILE (a results.tsv)
@@ -187,6 +187,7 @@ echo "$SERVER_ROWS"
 # Verify over HTTP: full runs only (a release build of the server tests).
 HTTP_ROWS=""
 HOSTILE_ROWS=""
+SCALE_ROWS=""
 if [ "$QUICK" = 0 ]; then
   echo "== server: verify over HTTP on loopback (the bounded load test, release build) =="
   logged http-load env BLINDMATCH_LOAD_N=2000 cargo test --quiet --release --features server --test server \
@@ -200,6 +201,12 @@ if [ "$QUICK" = 0 ]; then
   HOSTILE_ROWS="$(grep -E '^hostile:' "$LOGS/hostile.log" || true)"
   [ -n "$HOSTILE_ROWS" ] || die "the hostile-traffic test printed no 'hostile:' line (log: $LOGS/hostile.log)"
   echo "$HOSTILE_ROWS"
+  echo "== server: PostgreSQL, replicas and sharded galleries (release; identify over 1,000,000 templates) =="
+  logged scale cargo test --quiet --release --features server --test server scale_ -- \
+    --ignored --nocapture --test-threads 1
+  SCALE_ROWS="$(grep -oE 'scale: .*' "$LOGS/scale.log" | sed 's/^scale: //' || true)"
+  [ -n "$SCALE_ROWS" ] || die "the scale benches printed no 'scale:' line (log: $LOGS/scale.log)"
+  echo "$SCALE_ROWS"
 fi
 
 echo "== transforms per BFV operation (the floors' counts) =="
@@ -252,7 +259,7 @@ $(rows_of node-seal-page node bench/node_seal/page.mjs --pkg "$ROOT/pkg")"
 fi
 echo "$NODESEAL_ROWS"
 
-LOGIN_E2E_ROWS="$LOGIN_E2E_ROWS" FACE_ROWS="$FACE_ROWS" TRANSFORM_ROWS="$TRANSFORM_ROWS" HTTP_ROWS="$HTTP_ROWS" HOSTILE_ROWS="$HOSTILE_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" \
+LOGIN_E2E_ROWS="$LOGIN_E2E_ROWS" FACE_ROWS="$FACE_ROWS" TRANSFORM_ROWS="$TRANSFORM_ROWS" HTTP_ROWS="$HTTP_ROWS" HOSTILE_ROWS="$HOSTILE_ROWS" SCALE_ROWS="$SCALE_ROWS" NODESEAL_ROWS="$NODESEAL_ROWS" \
   SERVER_ROWS="$SERVER_ROWS" SIZE_ROWS="$SIZE_ROWS" SEAL_ROWS="$SEAL_ROWS" WASM_ROWS="$WASM_ROWS" \
   COMMAND="$COMMAND" python3 scripts/bench_report.py
 echo

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns criterion's estimates and the wasm bench rows into bench/results.tsv
 and bench/REPORT.md. Called by scripts/bench.sh; reads WASM_ROWS and COMMAND
-from the environment (and SEAL_ROWS, SIZE_ROWS, SERVER_ROWS, HTTP_ROWS, HOSTILE_ROWS,
+from the environment (and SEAL_ROWS, SIZE_ROWS, SERVER_ROWS, HTTP_ROWS, HOSTILE_ROWS, SCALE_ROWS,
 NODESEAL_ROWS, TRANSFORM_ROWS, FACE_ROWS)."""
 import datetime
 import json
@@ -380,6 +380,14 @@ if hostile:
         tsv.append(f"http\tverify/{clients}clients/rate\t{1e6 / float(rate):.1f}\t-\t-\t-")
         tsv.append(f"http\tverify/{clients}clients/p50\t{float(p50) * 1000:.1f}\t-\t-\t-")
         tsv.append(f"http\tverify/{clients}clients/p99\t{float(p99) * 1000:.1f}\t-\t-\t-")
+
+scale = os.environ.get("SCALE_ROWS", "").strip()
+if scale:
+    md += ["", "## PostgreSQL, replicas and sharded galleries (tests/server/scale.rs, release)", "",
+           "Verifications through one SQLite server, one and two PostgreSQL replicas (all on this",
+           "machine's 2 cores, with PostgreSQL and the clients); identify over a gallery in one process",
+           "and split over two shards on two replicas (docs/SCALE.md).", "",
+           "```", scale, "```"]
 
 sizes_tsv = ROOT / "target" / "wasm-sizes.tsv"
 if sizes_tsv.exists():

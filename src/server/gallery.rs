@@ -237,17 +237,7 @@ impl Galleries {
         // (which hold its read lock on matching threads): not on an I/O
         // thread's time.
         tokio::task::block_in_place(|| {
-            let g = {
-                let mut map = self.map.write().map_err(|_| poisoned())?;
-                match map.get(gallery) {
-                    Some(g) => g.clone(),
-                    None => {
-                        let g = Arc::new(RwLock::new(self.empty()?));
-                        map.insert(gallery.to_string(), g.clone());
-                        g
-                    }
-                }
-            };
+            let g = self.get_or_insert(gallery)?;
             let mut g = g.write().map_err(|_| poisoned())?;
             debug_assert_eq!(g.ciphertexts() as i64, seq);
             let first = g.push(ct, count as usize)?;
@@ -379,17 +369,7 @@ impl Galleries {
         count: usize,
         erased: u64,
     ) -> Result<(), ApiError> {
-        let g = {
-            let mut map = self.map.write().map_err(|_| poisoned())?;
-            match map.get(gallery) {
-                Some(g) => g.clone(),
-                None => {
-                    let g = Arc::new(RwLock::new(self.empty()?));
-                    map.insert(gallery.to_string(), g.clone());
-                    g
-                }
-            }
-        };
+        let g = self.get_or_insert(gallery)?;
         let mut g = g.write().map_err(|_| poisoned())?;
         let n = g.ciphertexts();
         if position == n {
@@ -402,6 +382,17 @@ impl Galleries {
             )));
         }
         self.set_counts(gallery, Counts::of(&g))
+    }
+
+    /// Gallery `gallery`, added empty if there is none.
+    fn get_or_insert(&self, gallery: &str) -> Result<Arc<RwLock<Gallery>>, ApiError> {
+        let mut map = self.map.write().map_err(|_| poisoned())?;
+        if let Some(g) = map.get(gallery) {
+            return Ok(g.clone());
+        }
+        let g = Arc::new(RwLock::new(self.empty()?));
+        map.insert(gallery.to_string(), g.clone());
+        Ok(g)
     }
 
     /// Forgets a gallery (deleted elsewhere: a shard catching up).

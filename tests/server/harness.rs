@@ -144,9 +144,11 @@ impl Server {
     /// its address).
     pub(crate) fn start_at(dir: &Path, db: &str, log: &str, bind: &str, extra: &[&str]) -> Server {
         let mut cmd = server_cmd();
-        cmd.arg("serve")
-            .args(["--bind", bind, "--threads", "2"])
-            .args(["--db", db])
+        cmd.arg("serve").args(["--bind", bind]);
+        if !extra.contains(&"--threads") {
+            cmd.args(["--threads", "2"]);
+        }
+        cmd.args(["--db", db])
             .arg("--www")
             .arg(dir.join("www"))
             .arg("--pkg")

@@ -29,6 +29,7 @@ mod outage;
 mod postgres;
 mod quotas;
 mod replicas;
+mod scale;
 mod shards;
 mod stall;
 mod store;

@@ -122,18 +122,27 @@ impl PgStore {
         &self,
         mut f: impl FnMut(GalleryRowRef<'_>) -> Result<(), E>,
     ) -> Result<Result<(), E>, StoreError> {
-        // A gallery of gigabytes takes longer than one call's timeout to
-        // read: the stream is bounded per row instead.
+        self.stream_gallery_rows(
+            "SELECT gallery, seq, ciphertext, count, erased, rev
+             FROM gallery_templates ORDER BY gallery, seq",
+            &[],
+            |row, _| f(row),
+        )
+    }
+
+    /// The rows `sql` selects (`gallery, seq, ciphertext, count, erased,
+    /// rev`, with `params` as `$1, $2, ...`), streamed to `f` with their
+    /// revision. A gallery of gigabytes takes longer than one call's
+    /// timeout to read: the stream is bounded per row instead.
+    pub(super) fn stream_gallery_rows<E>(
+        &self,
+        sql: &str,
+        params: &[i64],
+        mut f: impl FnMut(GalleryRowRef<'_>, i64) -> Result<(), E>,
+    ) -> Result<Result<(), E>, StoreError> {
         self.run_unbounded(async {
             let c = self.client().await?;
-            let rows = c
-                .query_raw(
-                    "SELECT gallery, seq, ciphertext, count, erased
-                     FROM gallery_templates ORDER BY gallery, seq",
-                    std::iter::empty::<i64>(),
-                )
-                .await
-                .map_err(pg)?;
+            let rows = c.query_raw(sql, params.iter()).await.map_err(pg)?;
             pin_mut!(rows);
             while let Some(r) = super::within_call_timeout(rows.try_next())
                 .await?
@@ -146,7 +155,7 @@ impl PgStore {
                     count: r.try_get::<_, i64>(3).map_err(pg)? as u32,
                     erased: r.try_get::<_, i64>(4).map_err(pg)? as u64,
                 };
-                if let Err(e) = f(row) {
+                if let Err(e) = f(row, r.try_get(5).map_err(pg)?) {
                     return Ok(Err(e));
                 }
             }

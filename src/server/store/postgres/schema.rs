@@ -93,7 +93,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
         // Sharded galleries: every write to a gallery row takes the next
         // gallery revision (holders catch up on what is past theirs), a
         // deleted gallery leaves a tombstone; the replicas' leases and the
-        // shard map (`postgres::shards`).
+        // shard map (`postgres::shards`); each gallery's counts, kept by a
+        // trigger (an append reads them instead of summing its gallery).
         "CREATE SEQUENCE gallery_revs;
      ALTER TABLE gallery_templates ADD COLUMN rev BIGINT NOT NULL DEFAULT nextval('gallery_revs');
      CREATE INDEX gallery_templates_rev ON gallery_templates(gallery, rev);
@@ -111,7 +112,38 @@ const MIGRATIONS: &[(i64, &str)] = &[
         shard INT PRIMARY KEY,
         holder TEXT,
         taker TEXT
-     );",
+     );
+     CREATE TABLE gallery_counts (
+        gallery TEXT PRIMARY KEY,
+        ciphertexts BIGINT NOT NULL,
+        templates BIGINT NOT NULL,
+        erased BIGINT NOT NULL
+     );
+     INSERT INTO gallery_counts
+        SELECT gallery, count(*), sum(count), sum(bit_count(erased::bit(64)))
+        FROM gallery_templates GROUP BY gallery;
+     CREATE FUNCTION gallery_counts_follow() RETURNS trigger LANGUAGE plpgsql AS $$
+     BEGIN
+        IF TG_OP IN ('UPDATE', 'DELETE') THEN
+           UPDATE gallery_counts SET ciphertexts = ciphertexts - 1,
+              templates = templates - OLD.count,
+              erased = erased - bit_count(OLD.erased::bit(64))
+           WHERE gallery = OLD.gallery;
+           DELETE FROM gallery_counts WHERE gallery = OLD.gallery AND ciphertexts = 0;
+        END IF;
+        IF TG_OP IN ('INSERT', 'UPDATE') THEN
+           INSERT INTO gallery_counts
+              VALUES (NEW.gallery, 1, NEW.count, bit_count(NEW.erased::bit(64)))
+           ON CONFLICT (gallery) DO UPDATE SET
+              ciphertexts = gallery_counts.ciphertexts + 1,
+              templates = gallery_counts.templates + EXCLUDED.templates,
+              erased = gallery_counts.erased + EXCLUDED.erased;
+        END IF;
+        RETURN NULL;
+     END $$;
+     CREATE TRIGGER gallery_counts_follow
+        AFTER INSERT OR UPDATE OR DELETE ON gallery_templates
+        FOR EACH ROW EXECUTE FUNCTION gallery_counts_follow();",
     ),
 ];
 

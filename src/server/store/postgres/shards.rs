@@ -9,8 +9,6 @@
 //! every row up to revision `r` has missed none below it. A deleted gallery
 //! leaves a tombstone at its revision in `gallery_deletions`.
 
-use futures_util::{pin_mut, TryStreamExt};
-
 use super::{pg, PgStore};
 use crate::server::store::{now_secs, GalleryRowRef, StoreError};
 
@@ -42,6 +40,19 @@ pub struct RevRow {
     pub count: u32,
     pub erased: u64,
     pub rev: i64,
+}
+
+impl RevRow {
+    /// A row selected as `seq, ciphertext, count, erased, rev`.
+    fn of(r: &tokio_postgres::Row) -> Self {
+        Self {
+            seq: r.get(0),
+            ciphertext: r.get(1),
+            count: r.get::<_, i64>(2) as u32,
+            erased: r.get::<_, i64>(3) as u64,
+            rev: r.get(4),
+        }
+    }
 }
 
 /// What a gallery's rows are as of now, for a shard's holder, read in one
@@ -278,37 +289,14 @@ impl PgStore {
         &self,
         shard: u32,
         shards: u32,
-        mut f: impl FnMut(GalleryRowRef<'_>, i64) -> Result<(), E>,
+        f: impl FnMut(GalleryRowRef<'_>, i64) -> Result<(), E>,
     ) -> Result<Result<(), E>, StoreError> {
-        self.run_unbounded(async {
-            let c = self.client().await?;
-            let params: [i64; 2] = [shards as i64, shard as i64];
-            let rows = c
-                .query_raw(
-                    "SELECT gallery, seq, ciphertext, count, erased, rev
-                     FROM gallery_templates WHERE seq % $1 = $2 ORDER BY gallery, seq",
-                    params.iter(),
-                )
-                .await
-                .map_err(pg)?;
-            pin_mut!(rows);
-            while let Some(r) = super::within_call_timeout(rows.try_next())
-                .await?
-                .map_err(pg)?
-            {
-                let row = GalleryRowRef {
-                    gallery: r.try_get(0).map_err(pg)?,
-                    seq: r.try_get(1).map_err(pg)?,
-                    ciphertext: r.try_get(2).map_err(pg)?,
-                    count: r.try_get::<_, i64>(3).map_err(pg)? as u32,
-                    erased: r.try_get::<_, i64>(4).map_err(pg)? as u64,
-                };
-                if let Err(e) = f(row, r.try_get(5).map_err(pg)?) {
-                    return Ok(Err(e));
-                }
-            }
-            Ok(Ok(()))
-        })
+        self.stream_gallery_rows(
+            "SELECT gallery, seq, ciphertext, count, erased, rev
+             FROM gallery_templates WHERE seq % $1 = $2 ORDER BY gallery, seq",
+            &[shards as i64, shard as i64],
+            f,
+        )
     }
 
     /// What changed in shard `shard` of `gallery` after revision `since`.
@@ -357,16 +345,7 @@ impl PgStore {
             Ok(ShardChanges {
                 rev,
                 deleted_at,
-                rows: rows
-                    .iter()
-                    .map(|r| RevRow {
-                        seq: r.get(0),
-                        ciphertext: r.get(1),
-                        count: r.get::<_, i64>(2) as u32,
-                        erased: r.get::<_, i64>(3) as u64,
-                        rev: r.get(4),
-                    })
-                    .collect(),
+                rows: rows.iter().map(RevRow::of).collect(),
             })
         })
     }
@@ -404,23 +383,28 @@ impl PgStore {
             tx.execute(gallery_lock_sql(), &[&gallery])
                 .await
                 .map_err(pg)?;
-            let row = tx
+            let seq: i64 = tx
                 .query_one(
-                    "SELECT coalesce(max(seq) + 1, 0), coalesce(sum(count), 0)::BIGINT,
-                            coalesce(sum(count - bit_count(erased::bit(64))), 0)::BIGINT
-                     FROM gallery_templates WHERE gallery = $1",
+                    "SELECT coalesce(max(seq) + 1, 0) FROM gallery_templates WHERE gallery = $1",
+                    &[&gallery],
+                )
+                .await
+                .map_err(pg)?
+                .get(0);
+            let counts = tx
+                .query_opt(
+                    "SELECT templates, erased FROM gallery_counts WHERE gallery = $1",
                     &[&gallery],
                 )
                 .await
                 .map_err(pg)?;
-            let (seq, all, live): (i64, i64, i64) = (row.get(0), row.get(1), row.get(2));
-            let (all, templates) = (
-                all as usize + count as usize,
-                live as usize + count as usize,
-            );
+            let (all, erased) = counts.map_or((0, 0), |r| (r.get::<_, i64>(0), r.get::<_, i64>(1)));
+            let all = all as usize + count as usize;
+            let templates = all - erased as usize;
+            // Its first row: a new gallery.
             if seq == 0 {
                 let galleries: i64 = tx
-                    .query_one("SELECT count(DISTINCT gallery) FROM gallery_templates", &[])
+                    .query_one("SELECT count(*) FROM gallery_counts", &[])
                     .await
                     .map_err(pg)?
                     .get(0);
@@ -454,13 +438,8 @@ impl PgStore {
             )
             .await
             .map_err(pg)?
-            .map(|r| RevRow {
-                seq: r.get(0),
-                ciphertext: r.get(1),
-                count: r.get::<_, i64>(2) as u32,
-                erased: r.get::<_, i64>(3) as u64,
-                rev: r.get(4),
-            }))
+            .as_ref()
+            .map(RevRow::of))
         })
     }
 
@@ -529,10 +508,8 @@ impl PgStore {
             let c = self.client().await?;
             let rows = c
                 .query(
-                    "SELECT gallery, count(*), sum(count)::BIGINT,
-                            sum(bit_count(erased::bit(64)))::BIGINT
-                     FROM gallery_templates WHERE $1::TEXT IS NULL OR gallery = $1
-                     GROUP BY gallery ORDER BY gallery",
+                    "SELECT gallery, ciphertexts, templates, erased FROM gallery_counts
+                     WHERE $1::TEXT IS NULL OR gallery = $1 ORDER BY gallery",
                     &[&gallery],
                 )
                 .await
