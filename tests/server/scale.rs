@@ -25,6 +25,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
+/// One verification, its reply read whole.
+fn verify(agent: &ureq::Agent, url: &str, probe: &[u8]) {
+    let r = agent
+        .post(url)
+        .set("content-type", "application/octet-stream")
+        .send_bytes(probe)
+        .unwrap();
+    let mut body = Vec::new();
+    std::io::Read::read_to_end(&mut r.into_reader(), &mut body).unwrap();
+}
+
 /// Sequential verifications through `urls` in turn: the mean latency (ms).
 fn sequential(urls: &[String], user: &str, probes: &[Vec<u8>], n: usize) -> f64 {
     let agent = ureq::AgentBuilder::new().build();
@@ -32,13 +43,7 @@ fn sequential(urls: &[String], user: &str, probes: &[Vec<u8>], n: usize) -> f64 
     for i in 0..n + 20 {
         let url = format!("{}/v1/users/{user}/verify", urls[i % urls.len()]);
         let t = Instant::now();
-        let r = agent
-            .post(&url)
-            .set("content-type", "application/octet-stream")
-            .send_bytes(&probes[i % probes.len()])
-            .unwrap();
-        let mut body = Vec::new();
-        std::io::Read::read_to_end(&mut r.into_reader(), &mut body).unwrap();
+        verify(&agent, &url, &probes[i % probes.len()]);
         if i >= 20 {
             total += t.elapsed().as_secs_f64() * 1e3;
         }
@@ -56,13 +61,7 @@ fn concurrent(urls: &[String], user: &str, probes: &[Vec<u8>], clients: usize, n
             s.spawn(move || {
                 let agent = ureq::AgentBuilder::new().build();
                 for i in (c..n).step_by(clients) {
-                    let r = agent
-                        .post(&url)
-                        .set("content-type", "application/octet-stream")
-                        .send_bytes(&probes[i % probes.len()])
-                        .unwrap();
-                    let mut body = Vec::new();
-                    std::io::Read::read_to_end(&mut r.into_reader(), &mut body).unwrap();
+                    verify(&agent, &url, &probes[i % probes.len()]);
                 }
             });
         }

@@ -22,26 +22,29 @@ use crate::server::shards::result::{
 use crate::server::shards::Sharding;
 use crate::server::store::postgres::shards::Appended;
 use crate::server::store::postgres::PgStore;
-use crate::server::store::{now_millis, now_secs, StoreError};
+use crate::server::store::{now_millis, now_secs, Store, StoreError};
 use crate::server::verdict::keys::{Jwk, JwkSet};
 
 use super::extract::check_name;
 use super::galleries::GalleryState;
-use super::state::to_completion;
+use super::state::{db, to_completion};
 use super::wire::parse_fresh_ciphertext;
 use super::{ApiError, ApiResult, ErrorCode, ServiceKeys};
 
-/// Runs a PostgreSQL call on tokio's blocking pool.
+/// Runs a PostgreSQL call on tokio's blocking pool (`state::db` on the
+/// sharded cluster's store).
 async fn pg<T, F>(sh: &Arc<Sharding>, f: F) -> ApiResult<T>
 where
     T: Send + 'static,
     F: FnOnce(&PgStore) -> Result<T, StoreError> + Send + 'static,
 {
-    let sh = sh.clone();
-    tokio::task::spawn_blocking(move || f(sh.pg()))
-        .await
-        .map_err(|_| ApiError::internal("store task failed"))?
-        .map_err(ApiError::from)
+    db(sh.store(), move |s| match s {
+        Store::Postgres(pg) => f(pg),
+        Store::Sqlite(_) => Err(StoreError::Postgres(
+            "sharded galleries need PostgreSQL".into(),
+        )),
+    })
+    .await
 }
 
 fn unknown_gallery() -> ApiError {
@@ -297,10 +300,11 @@ pub(super) async fn identify(
     headers: &HeaderMap,
 ) -> ApiResult<(Vec<Match>, String)> {
     let g = gallery.to_string();
-    let rev = pg(sh, move |s| s.gallery_rev(&g))
-        .await?
-        .ok_or_else(unknown_gallery)?;
-    let holders = pg(sh, move |s| s.shard_holders(now_millis())).await?;
+    let (rev, holders) = pg(sh, move |s| {
+        Ok((s.gallery_rev(&g)?, s.shard_holders(now_millis())?))
+    })
+    .await?;
+    let rev = rev.ok_or_else(unknown_gallery)?;
     if let Some((s, _)) = holders.iter().find(|(_, h)| h.is_none()) {
         return Err(ApiError::new(
             ErrorCode::ShardUnavailable,

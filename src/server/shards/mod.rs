@@ -120,6 +120,11 @@ impl Sharding {
         })
     }
 
+    /// The store (PostgreSQL: checked at [`Self::join`]).
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
     /// The PostgreSQL store (checked at [`Self::join`]).
     pub fn pg(&self) -> &PgStore {
         match &*self.store {
@@ -165,8 +170,7 @@ impl Sharding {
         self.held.read().ok()?.get(&shard).cloned()
     }
 
-    /// Templates and bytes in memory over every held shard's part of
-    /// `gallery`.
+    /// Bytes in memory over every held shard's part of `gallery`.
     pub fn memory_bytes(&self, gallery: &str) -> usize {
         let held: Vec<Arc<HeldShard>> = match self.held.read() {
             Ok(h) => h.values().cloned().collect(),

@@ -15,6 +15,9 @@ use crate::server::store::{now_secs, GalleryRowRef, StoreError};
 /// `pg_advisory_xact_lock` key of the shard map ("bm-shrd").
 const SHARD_LOCK: i64 = 0x0062_6d2d_7368_7264;
 
+/// A gallery's latest revision (`NULL`: it has no rows).
+const GALLERY_REV: &str = "SELECT max(rev) FROM gallery_templates WHERE gallery = $1";
+
 /// A replica in the shard map: its id (the URL it is reached at) and the
 /// Ed25519 public key its shard results are signed with.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -317,10 +320,7 @@ impl PgStore {
                 .await
                 .map_err(pg)?;
             let rev: Option<i64> = c
-                .query_one(
-                    "SELECT max(rev) FROM gallery_templates WHERE gallery = $1",
-                    &[&gallery],
-                )
+                .query_one(GALLERY_REV, &[&gallery])
                 .await
                 .map_err(pg)?
                 .get(0);
@@ -355,13 +355,10 @@ impl PgStore {
     pub fn gallery_rev(&self, gallery: &str) -> Result<Option<i64>, StoreError> {
         self.run(async {
             let c = self.client().await?;
-            Ok(c.query_one(
-                "SELECT max(rev) FROM gallery_templates WHERE gallery = $1",
-                &[&gallery],
-            )
-            .await
-            .map_err(pg)?
-            .get(0))
+            Ok(c.query_one(GALLERY_REV, &[&gallery])
+                .await
+                .map_err(pg)?
+                .get(0))
         })
     }
 
