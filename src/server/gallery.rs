@@ -141,6 +141,23 @@ impl Galleries {
         Ok(())
     }
 
+    /// The quotas appends are held to.
+    pub fn quotas(&self) -> Quotas {
+        self.quotas
+    }
+
+    /// Gallery `name` in memory, added empty if there is none (login mode:
+    /// a gallery whose key another replica stored).
+    pub fn ensure(&self, name: &str) -> Result<(), ApiError> {
+        // Read before the counts are locked (a writer holds the gallery,
+        // then the counts); a write meanwhile sets its own counts after.
+        let g = self.get_or_insert(name)?;
+        let now = Counts::of(&*g.read().map_err(|_| poisoned())?);
+        let mut counts = self.counts.lock().map_err(|_| poisoned())?;
+        counts.entry(name.to_string()).or_insert(now);
+        Ok(())
+    }
+
     /// A loader of the stored rows, at start-up (see [`Loader`]).
     pub fn loader(&self) -> Loader<'_> {
         Loader {

@@ -6,7 +6,9 @@
 //! * [`store`]: SQLite in WAL mode with `synchronous=FULL`; every write is
 //!   one transaction, committed before the reply.
 //! * [`gallery`]: 1:N galleries in memory (`serve --service-key`);
-//!   [`shards`]: galleries sharded over replicas (`serve --shards`).
+//!   [`mirror`]: galleries kept up with PostgreSQL's rows where replicas
+//!   share it; [`shards`]: galleries sharded over replicas (`serve
+//!   --shards`).
 //! * [`routes`]: the route table the router and the metrics share.
 //! * [`decider`]: the login decision (per-user keys, policy, verdict).
 //! * [`login`]: the matcher's side of login mode (the decider's client,
@@ -29,6 +31,7 @@ pub mod gallery;
 mod listen;
 pub mod login;
 pub mod metrics;
+pub mod mirror;
 pub mod routes;
 mod secret_file;
 mod serve;

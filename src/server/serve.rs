@@ -13,6 +13,7 @@ use super::api::{self, AppState, Gate, Limits};
 use super::cli::ServeArgs;
 use super::decider::replies::MAX_REPLIES;
 use super::login::{DeciderClient, GalleryKey, GalleryKeys, Login, RateLimit, Throttle, Tokens};
+use super::mirror::Mirror;
 use super::shards::{ShardConfig, Sharding};
 use super::store::{self, DbTarget, Store};
 use super::{cache, cores, gallery, listen, metrics, params};
@@ -308,19 +309,17 @@ fn load_service(
     let sk = sk.map_err(|e| format!("{}: {e}", path.display()))?;
     let pk = PublicKey::new(&sk).map_err(|e| e.to_string())?;
     let galleries = gallery::Galleries::new(params, args.dim, args.quotas());
-    let shards = match sharding(args, params, store)? {
+    let (shards, mirror) = match sharding(args, params, store)? {
         // Shards are loaded by the lease task, not here.
-        Some(sh) => Some(Arc::new(sh)),
-        None => {
-            load_galleries(&galleries, store, |_| Ok(()))?;
-            None
-        }
+        Some(sh) => (Some(Arc::new(sh)), None),
+        None => (None, load_galleries(&galleries, store, |_| Ok(()))?),
     };
     Ok(api::Service {
         identifier: Identifier::new(params, args.dim).map_err(|e| e.to_string())?,
         galleries,
         keys: api::ServiceKeys::Local { sk, pk },
         shards,
+        mirror,
     })
 }
 
@@ -379,7 +378,7 @@ fn login_galleries(
             .map_err(|e| e.message)?;
     }
     // One pass over the rows: a row of a gallery with no key stops it.
-    load_galleries(&galleries, store, |row| {
+    let mirror = load_galleries(&galleries, store, |row| {
         match keys.get(row.gallery) {
         Some(_) => Ok(()),
         None => Err(format!(
@@ -393,26 +392,35 @@ fn login_galleries(
         galleries,
         keys: api::ServiceKeys::Decider(keys),
         shards: None,
+        mirror,
     })
 }
 
 /// The stored gallery rows into `galleries`, row by row, a chunk parsed at
 /// a time (see `gallery::Loader`): the stored gallery is never in memory
 /// beside the parsed one. `check` may refuse a row, which stops the load.
+/// On PostgreSQL, where other replicas write too, returns the mirror that
+/// keeps `galleries` up with them.
 fn load_galleries(
     galleries: &gallery::Galleries,
     store: &Store,
     check: impl Fn(&store::GalleryRowRef<'_>) -> Result<(), String>,
-) -> Result<(), String> {
-    let mut loader = galleries.loader();
-    store
-        .for_each_gallery_row(|row| {
-            check(&row)?;
-            loader.add(row)
-        })
-        .map_err(|e| e.to_string())??;
-    loader.finish()?;
+) -> Result<Option<Mirror>, String> {
+    let mirror = match store {
+        Store::Postgres(pg) => Some(Mirror::load(pg, galleries, 0, 1, check)?),
+        Store::Sqlite(_) => {
+            let mut loader = galleries.loader();
+            store
+                .for_each_gallery_row(|row| {
+                    check(&row)?;
+                    loader.add(row)
+                })
+                .map_err(|e| e.to_string())??;
+            loader.finish()?;
+            None
+        }
+    };
     let (g, t) = galleries.stats();
     tracing::info!(galleries = g, templates = t, "1:N galleries loaded");
-    Ok(())
+    Ok(mirror)
 }

@@ -12,14 +12,14 @@ use blindmatch::server::verdict::{KeyStatement, PublicKeys};
 
 /// The page's side of a gallery: its public key, checked against the
 /// decider's statement.
-struct GalleryClient {
-    pk: PublicKey,
-    epoch: u32,
+pub(crate) struct GalleryClient {
+    pub(crate) pk: PublicKey,
+    pub(crate) epoch: u32,
     q: Quantizer,
 }
 
 impl GalleryClient {
-    fn of(m: &LoginMode, gallery: &str) -> GalleryClient {
+    pub(crate) fn of(m: &LoginMode, gallery: &str) -> GalleryClient {
         let r = call(
             "GET",
             &m.url(&format!("/v1/galleries/{gallery}/public-key")),
@@ -45,14 +45,14 @@ impl GalleryClient {
         }
     }
 
-    fn templates(&self, faces: &[Vec<f32>], rng: &mut Prng) -> Vec<u8> {
+    pub(crate) fn templates(&self, faces: &[Vec<f32>], rng: &mut Prng) -> Vec<u8> {
         let refs: Vec<&[f32]> = faces.iter().map(|e| e.as_slice()).collect();
         client::encrypt_templates_public(&self.pk, &self.q, &refs, rng)
             .unwrap()
             .to_bytes()
     }
 
-    fn probe(&self, face: &[f32], rng: &mut Prng) -> Vec<u8> {
+    pub(crate) fn probe(&self, face: &[f32], rng: &mut Prng) -> Vec<u8> {
         client::encrypt_probe_public(&self.pk, &self.q, face, rng)
             .unwrap()
             .to_bytes()
@@ -67,7 +67,7 @@ fn identify_url(m: &LoginMode, gallery: &str, nonce: &str, top_k: usize) -> Stri
 
 /// An identification with the API key: the decider's token, checked with
 /// `jose` for this audience and nonce; its template indices.
-fn identify(m: &LoginMode, gallery: &str, probe: &[u8], nonce: &str) -> Vec<u64> {
+pub(crate) fn identify(m: &LoginMode, gallery: &str, probe: &[u8], nonce: &str) -> Vec<u64> {
     let r = call_with(
         "POST",
         &identify_url(m, gallery, nonce, 3),
@@ -96,11 +96,11 @@ fn identify(m: &LoginMode, gallery: &str, probe: &[u8], nonce: &str) -> Vec<u64>
     said.unwrap()
 }
 
-fn put_gallery(m: &LoginMode, gallery: &str) -> Resp {
+pub(crate) fn put_gallery(m: &LoginMode, gallery: &str) -> Resp {
     m.api("PUT", &format!("/v1/galleries/{gallery}"))
 }
 
-fn add(m: &LoginMode, gallery: &str, count: usize, body: &[u8]) -> Resp {
+pub(crate) fn add(m: &LoginMode, gallery: &str, count: usize, body: &[u8]) -> Resp {
     call_with(
         "POST",
         &m.url(&format!("/v1/galleries/{gallery}/templates?count={count}")),

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::matching::{pack, Match};
 use crate::server::gallery::Counts;
 use crate::server::routes;
+use crate::server::store::Store;
 
 use super::extract::{BinaryBody, CiphertextBody, GalleryName};
 use super::router::JSON_LIMIT;
@@ -27,8 +28,8 @@ use super::state::to_completion;
 use super::users::{check_count, CountQuery};
 use super::wire::parse_fresh_ciphertext;
 use super::{
-    login_galleries, sharded, ApiError, ApiResult, AppState, ErrorCode, Limits, Service,
-    ServiceKeys,
+    login_galleries, replicated, sharded, ApiError, ApiResult, AppState, ErrorCode, Limits,
+    Service, ServiceKeys,
 };
 
 /// The 1:N routes' state: the server's, and the service key with the
@@ -46,6 +47,34 @@ impl FromRef<Arc<GalleryState>> for Limits {
 }
 
 impl GalleryState {
+    /// Templates per gallery ciphertext.
+    fn per(&self) -> usize {
+        pack::templates_per_ciphertext(&self.app.params, self.app.dim)
+    }
+
+    /// Catches this replica's copy of `gallery` up with the database when
+    /// replicas share it (a mirror, on PostgreSQL: what the others wrote
+    /// since the last look); in login mode the gallery's key with it, read
+    /// again when the gallery was deleted or is not known here yet.
+    pub(super) async fn fresh(&self, gallery: &str) -> ApiResult<()> {
+        let (Some(mirror), Store::Postgres(pg)) = (&self.service.mirror, &*self.app.store) else {
+            return Ok(());
+        };
+        let svc = &self.service;
+        let c = mirror
+            .catch_up(pg, &self.app.params, &svc.galleries, gallery)
+            .await?;
+        if let ServiceKeys::Decider(keys) = &svc.keys {
+            if c.deleted {
+                keys.remove(gallery);
+            }
+            if keys.get(gallery).is_none() {
+                login_galleries::load_key(self, pg, keys, gallery)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Parses a gallery ciphertext of `count` templates and appends it
     /// (store, then memory). Returns the index of its first template and
     /// the gallery's template count. In login mode the gallery must have
@@ -54,6 +83,7 @@ impl GalleryState {
         if let Some(sh) = &self.service.shards {
             return sharded::add(self, sh, gallery, body, count).await;
         }
+        self.fresh(gallery).await?;
         if let ServiceKeys::Decider(keys) = &self.service.keys {
             if keys.get(gallery).is_none() {
                 return Err(ApiError::new(
@@ -61,6 +91,12 @@ impl GalleryState {
                     "no such gallery: create it with PUT /v1/galleries/{gallery} first",
                 ));
             }
+        }
+        if self.service.mirror.is_some() {
+            let quotas = self.service.galleries.quotas();
+            let added = replicated::append(self, gallery, body, count, quotas, self.per()).await?;
+            self.fresh(gallery).await?;
+            return Ok(added);
         }
         let params = self.app.params.clone();
         let body2 = body.clone();
@@ -86,7 +122,8 @@ impl GalleryState {
     /// A gallery's counts and memory (read beside the gallery: never
     /// waiting on a scan).
     async fn info(&self, gallery: &str) -> ApiResult<GalleryInfo> {
-        let per = pack::templates_per_ciphertext(&self.app.params, self.app.dim);
+        let per = self.per();
+        self.fresh(gallery).await?;
         let c = match &self.service.shards {
             Some(sh) => sharded::counts(sh, Some(gallery))
                 .await?
@@ -110,6 +147,20 @@ impl GalleryState {
     async fn erase(&self, gallery: &str, index: usize) -> ApiResult<usize> {
         if let Some(sh) = &self.service.shards {
             return sharded::erase(self, sh, gallery, index).await;
+        }
+        if self.service.mirror.is_some() {
+            self.fresh(gallery).await?;
+            self.service.galleries.counts(gallery)?;
+            match &self.service.keys {
+                ServiceKeys::Local { .. } => {
+                    replicated::erase_under_service_key(self, gallery, index, self.per()).await?
+                }
+                ServiceKeys::Decider(_) => {
+                    login_galleries::erase_stored(self, gallery, index).await?
+                }
+            }
+            self.fresh(gallery).await?;
+            return Ok(self.service.galleries.counts(gallery)?.templates);
         }
         if let ServiceKeys::Decider(_) = &self.service.keys {
             return login_galleries::erase(self, gallery, index).await;
@@ -136,6 +187,7 @@ impl GalleryState {
         if let Some(sh) = &self.service.shards {
             return sharded::delete(sh, gallery).await;
         }
+        self.fresh(gallery).await?;
         let store = self.app.store.clone();
         let g = gallery.to_string();
         let svc = self.service.clone();
@@ -155,6 +207,7 @@ impl GalleryState {
     /// The best `req.top_k` matches of `req.embedding` in `gallery`, on the
     /// rayon pool.
     async fn identify(&self, gallery: &str, req: IdentifyRequest) -> ApiResult<Vec<Match>> {
+        self.fresh(gallery).await?;
         let svc = self.service.clone();
         let g = gallery.to_string();
         self.app
@@ -275,6 +328,7 @@ async fn gallery_public_key(
     gallery: ApiResult<GalleryName>,
 ) -> ApiResult<Response> {
     let GalleryName(gallery) = gallery?;
+    st.fresh(&gallery).await?;
     match &st.service.keys {
         ServiceKeys::Local { pk, .. } => {
             st.service.galleries.counts(&gallery)?;
@@ -347,7 +401,15 @@ struct GalleryList {
 async fn gallery_list(State(st): State<Arc<GalleryState>>) -> ApiResult<Json<GalleryList>> {
     let all = match &st.service.shards {
         Some(sh) => sharded::counts(sh, None).await?,
-        None => st.service.galleries.list()?,
+        None => {
+            if st.service.mirror.is_some() {
+                // Galleries made through other replicas too.
+                for name in replicated::pg(&st.app.store, |s| s.gallery_names()).await? {
+                    st.fresh(&name).await?;
+                }
+            }
+            st.service.galleries.list()?
+        }
     };
     let galleries = all
         .into_iter()

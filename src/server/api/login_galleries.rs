@@ -29,6 +29,7 @@ use crate::error::MatchError;
 use crate::server::decider::http::{KEY_STATEMENT_HEADER, MAX_TOP_K};
 use crate::server::decider::replies::{self, Candidate};
 use crate::server::login::{GalleryKey, GalleryKeys, IdentificationQuery, Login};
+use crate::server::store::postgres::PgStore;
 use crate::server::store::GalleryKeyRow;
 
 use super::auth::Caller;
@@ -63,6 +64,7 @@ pub(super) async fn create(
 ) -> ApiResult<(StatusCode, Json<Created>)> {
     let GalleryName(gallery) = gallery?;
     let (login, keys) = parts(&st)?;
+    st.fresh(&gallery).await?;
     if let Some(k) = keys.get(&gallery) {
         let epoch = k.epoch;
         return Ok((StatusCode::OK, Json(Created { gallery, epoch })));
@@ -107,6 +109,10 @@ pub(super) async fn create(
             .await
     })
     .await?;
+    if !created {
+        // Another replica stored its key first: that one is the gallery's.
+        st.fresh(&gallery).await?;
+    }
     let epoch = keys.get(&gallery).map_or(epoch, |k| k.epoch);
     if created {
         tracing::info!(gallery = %gallery, epoch, "gallery created");
@@ -174,6 +180,7 @@ pub(super) async fn identify(
             format!("top_k must be in 1..={MAX_TOP_K}"),
         ));
     }
+    st.fresh(&gallery).await?;
     let key = keys.get(&gallery).ok_or_else(unknown_gallery)?;
     if let Caller::ApiKey(k) = caller {
         if let Err(seconds) = login.identify_rate.take(k, Instant::now()) {
@@ -247,42 +254,96 @@ pub(super) async fn erase(st: &GalleryState, gallery: &str, index: usize) -> Api
     let (login, app, svc) = (login.clone(), st.app.clone(), st.service.clone());
     let (store, g) = (st.app.store.clone(), gallery.to_string());
     to_completion(async move {
-        let (name, at) = (g.clone(), g.clone());
-        let dim = app.dim;
+        let name = g.clone();
         svc.galleries
             .erase_with(
                 &name,
                 index,
-                |ct, block| async move {
-                    let params = app.params.clone();
-                    let pk = key.clone();
-                    let (masked, mask) = app
-                        .compute(move || mask(&params, &pk.pk, ct, block * dim..(block + 1) * dim))
-                        .await??;
-                    let answer = login.decider.erasure(&at, key.epoch, block, masked).await?;
-                    let params = app.params.clone();
-                    app.compute(move || -> ApiResult<Ciphertext> {
-                        let mut ct =
-                            parse_fresh_ciphertext(&params, "the decider's erasure", &answer)
-                                .map_err(|e| {
-                                    tracing::error!(error = %e.message, "the decider's erasure");
-                                    ApiError::new(
-                                        ErrorCode::DeciderUnavailable,
-                                        "the decider's erasure does not parse",
-                                    )
-                                })?;
-                        crate::bfv::Evaluator::new(&params)
-                            .add_plain_assign(&mut ct, &mask)
-                            .map_err(MatchError::from)?;
-                        Ok(ct)
-                    })
-                    .await?
-                },
+                |ct, block| without_block(login, app, key, name.clone(), ct, block),
                 move |seq, ct, mask| store.erase_gallery_template(&g, seq, &ct, mask),
             )
             .await
     })
     .await
+}
+
+/// [`erase`] where replicas share the database: the stored ciphertext's
+/// row is what is erased, and written back only if no other write changed
+/// it meanwhile (`super::replicated::erase_row`).
+pub(super) async fn erase_stored(st: &GalleryState, gallery: &str, index: usize) -> ApiResult<()> {
+    let (login, keys) = parts(st)?;
+    let key = keys.get(gallery).ok_or_else(unknown_gallery)?;
+    let (login, app, g) = (login.clone(), st.app.clone(), gallery.to_string());
+    let per = crate::matching::pack::templates_per_ciphertext(&app.params, app.dim);
+    super::replicated::erase_row(
+        st,
+        gallery,
+        index,
+        per,
+        true,
+        move |one, local| async move {
+            let (ct, block) = one.holding(local)?;
+            let replacement = without_block(login, app, key, g, ct.clone(), block).await?;
+            Ok(one.erasure_with(local, replacement)?)
+        },
+    )
+    .await
+}
+
+/// A fresh encryption of `ct` with template block `block` zeroed, made
+/// through the decider (which sees `ct` masked with a uniform plaintext).
+async fn without_block(
+    login: Arc<Login>,
+    app: Arc<super::AppState>,
+    key: Arc<GalleryKey>,
+    gallery: String,
+    ct: Ciphertext,
+    block: usize,
+) -> ApiResult<Ciphertext> {
+    let (params, pk, dim) = (app.params.clone(), key.clone(), app.dim);
+    let (masked, mask) = app
+        .compute(move || mask(&params, &pk.pk, ct, block * dim..(block + 1) * dim))
+        .await??;
+    let answer = login
+        .decider
+        .erasure(&gallery, key.epoch, block, masked)
+        .await?;
+    let params = app.params.clone();
+    app.compute(move || -> ApiResult<Ciphertext> {
+        let mut ct =
+            parse_fresh_ciphertext(&params, "the decider's erasure", &answer).map_err(|e| {
+                tracing::error!(error = %e.message, "the decider's erasure");
+                ApiError::new(
+                    ErrorCode::DeciderUnavailable,
+                    "the decider's erasure does not parse",
+                )
+            })?;
+        crate::bfv::Evaluator::new(&params)
+            .add_plain_assign(&mut ct, &mask)
+            .map_err(MatchError::from)?;
+        Ok(ct)
+    })
+    .await?
+}
+
+/// Reads `gallery`'s key from the database into `keys` (another replica
+/// created the gallery, or created it again after a deletion), and the
+/// gallery into memory with it. Nothing when it has no key.
+pub(super) fn load_key(
+    st: &GalleryState,
+    pg: &PgStore,
+    keys: &GalleryKeys,
+    gallery: &str,
+) -> ApiResult<()> {
+    tokio::task::block_in_place(|| {
+        let Some(row) = pg.gallery_key(gallery)? else {
+            return Ok(());
+        };
+        let key = GalleryKey::from_row(&st.app.params, &row)
+            .map_err(|e| ApiError::new(ErrorCode::CorruptStore, e))?;
+        keys.insert(gallery, key);
+        st.service.galleries.ensure(gallery)
+    })
 }
 
 /// `ct` plus a fresh encryption under `pk` of a uniform plaintext `R`, and

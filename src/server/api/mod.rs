@@ -34,6 +34,7 @@ mod login;
 mod login_galleries;
 pub mod meta;
 pub mod origin;
+mod replicated;
 pub mod router;
 mod sharded;
 pub mod state;

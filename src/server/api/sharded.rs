@@ -12,7 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Json;
 use futures_util::future::join_all;
 
-use crate::matching::{Gallery, Match};
+use crate::matching::Match;
 use crate::server::gallery::Counts;
 use crate::server::shards::peer::{self, ShardAnswer, ShardQuery};
 use crate::server::shards::result::{
@@ -20,31 +20,22 @@ use crate::server::shards::result::{
     SHARD_RESULT_TYP,
 };
 use crate::server::shards::Sharding;
-use crate::server::store::postgres::shards::Appended;
 use crate::server::store::postgres::PgStore;
-use crate::server::store::{now_millis, now_secs, Store, StoreError};
+use crate::server::store::{now_millis, now_secs, StoreError};
 use crate::server::verdict::keys::{Jwk, JwkSet};
 
 use super::extract::check_name;
 use super::galleries::GalleryState;
 use super::state::{db, to_completion};
-use super::wire::parse_fresh_ciphertext;
-use super::{ApiError, ApiResult, ErrorCode, ServiceKeys};
+use super::{replicated, ApiError, ApiResult, ErrorCode, ServiceKeys};
 
-/// Runs a PostgreSQL call on tokio's blocking pool (`state::db` on the
-/// sharded cluster's store).
+/// A PostgreSQL call on the sharded cluster's store.
 async fn pg<T, F>(sh: &Arc<Sharding>, f: F) -> ApiResult<T>
 where
     T: Send + 'static,
     F: FnOnce(&PgStore) -> Result<T, StoreError> + Send + 'static,
 {
-    db(sh.store(), move |s| match s {
-        Store::Postgres(pg) => f(pg),
-        Store::Sqlite(_) => Err(StoreError::Postgres(
-            "sharded galleries need PostgreSQL".into(),
-        )),
-    })
-    .await
+    replicated::pg(sh.store(), f).await
 }
 
 fn unknown_gallery() -> ApiError {
@@ -60,32 +51,8 @@ pub(super) async fn add(
     body: Bytes,
     count: u32,
 ) -> ApiResult<(usize, usize)> {
-    let params = st.app.params.clone();
-    let body2 = body.clone();
-    st.app
-        .compute(move || parse_fresh_ciphertext(&params, "gallery template", &body2))
-        .await??;
-    let q = st.app.quotas;
-    let g = gallery.to_string();
     let per = sh.per() as usize;
-    let sh2 = sh.clone();
-    to_completion(async move {
-        match pg(&sh2, move |s| {
-            s.append_gallery_row(&g, &body, count, q.gallery_templates, q.galleries)
-        })
-        .await?
-        {
-            Appended::Row { seq, templates } => Ok((seq as usize * per, templates)),
-            Appended::TooManyGalleries(galleries) => Err(ApiError::quota(format!(
-                "{galleries} galleries: the maximum (--max-galleries)"
-            ))),
-            Appended::TooManyTemplates(templates) => Err(ApiError::quota(format!(
-                "the gallery would hold {templates} templates, past the maximum of {} (--max-gallery-templates)",
-                q.gallery_templates
-            ))),
-        }
-    })
-    .await
+    replicated::append(st, gallery, body, count, st.app.quotas, per).await
 }
 
 /// Every gallery's counts (one when `gallery` is named), as stored; the
@@ -121,67 +88,17 @@ pub(super) async fn erase(
     gallery: &str,
     index: usize,
 ) -> ApiResult<usize> {
-    let per = sh.per() as usize;
-    let seq = (index / per) as i64;
-    let (g, svc, params, dim, sh2) = (
-        gallery.to_string(),
-        st.service.clone(),
-        st.app.params.clone(),
-        st.app.dim,
-        sh.clone(),
-    );
-    let app = st.app.clone();
-    to_completion(async move {
-        let g2 = g.clone();
-        let row = pg(&sh2, move |s| s.gallery_row(&g2, seq))
-            .await?
-            .ok_or(ApiError::new(
-                ErrorCode::UnknownTemplate,
-                format!("no template {index} in this gallery"),
-            ))?;
-        let rev = row.rev;
-        let erasure = app
-            .compute(move || -> ApiResult<_> {
-                let ServiceKeys::Local { sk, pk } = &svc.keys else {
-                    return Err(ApiError::internal("no service key"));
-                };
-                let ct = crate::bfv::Ciphertext::from_bytes(&params, &row.ciphertext)
-                    .map_err(|e| ApiError::new(ErrorCode::CorruptStore, e.to_string()))?;
-                let mut one = Gallery::new(&params, dim)?;
-                one.restore(ct, row.count as usize, row.erased)?;
-                let e = one.erase(index % per, sk, pk).map_err(|e| match e {
-                    crate::error::MatchError::UnknownTemplate { .. } => ApiError::new(
-                        ErrorCode::UnknownTemplate,
-                        format!("no template {index} in this gallery"),
-                    ),
-                    other => other.into(),
-                })?;
-                Ok((e.ciphertext().to_bytes(), e.erased_mask()))
-            })
-            .await??;
-        let g2 = g.clone();
-        let replaced = pg(&sh2, move |s| {
-            s.replace_gallery_row(&g2, seq, rev, &erasure.0, erasure.1)
-        })
-        .await?;
-        if !replaced {
-            return Err(ApiError::new(
-                ErrorCode::Overloaded,
-                "the ciphertext changed while it was being erased: try again",
-            ));
-        }
-        let left = counts(&sh2, Some(&g)).await?;
-        Ok(left.first().map_or(0, |(_, c)| c.templates))
-    })
-    .await
+    replicated::erase_under_service_key(st, gallery, index, sh.per() as usize).await?;
+    let left = counts(sh, Some(gallery)).await?;
+    Ok(left.first().map_or(0, |(_, c)| c.templates))
 }
 
 /// Deletes a gallery's rows (its holders forget it at their next look).
 pub(super) async fn delete(sh: &Arc<Sharding>, gallery: &str) -> ApiResult<()> {
     let g = gallery.to_string();
-    let sh2 = sh.clone();
+    let store = sh.store().clone();
     to_completion(async move {
-        if pg(&sh2, move |s| s.delete_sharded_gallery(&g)).await? {
+        if db(&store, move |s| s.delete_gallery(&g)).await? {
             Ok(())
         } else {
             Err(unknown_gallery())
@@ -205,7 +122,7 @@ async fn local_result(
             format!("this replica does not hold shard {shard}"),
         )
     })?;
-    let rev = sh.catch_up(&held, shard, gallery).await?.unwrap_or(0);
+    let rev = sh.catch_up(&held, gallery).await?.unwrap_or(0);
     let (svc, held2, g) = (st.service.clone(), held.clone(), gallery.to_string());
     let (embedding, top_k) = (q.embedding, q.top_k);
     let local: Vec<Match> = st

@@ -165,6 +165,9 @@ pub struct Service {
     /// Sharded galleries (`--shards`): `galleries` is then empty, and each
     /// held shard has galleries of its own.
     pub shards: Option<Arc<crate::server::shards::Sharding>>,
+    /// On PostgreSQL without shards: `galleries` holds every gallery, kept
+    /// up with what every replica writes (caught up before each answer).
+    pub mirror: Option<crate::server::mirror::Mirror>,
 }
 
 /// Whose keys the galleries are under.

@@ -38,6 +38,7 @@ fn state_1ton(tag: &str) -> Arc<AppState> {
         identifier: Identifier::new(&params, 128).unwrap(),
         galleries: Galleries::new(&params, 128, Quotas::DEFAULT),
         shards: None,
+        mirror: None,
     };
     state_with(tag, Some(Arc::new(service)))
 }

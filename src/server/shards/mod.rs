@@ -22,19 +22,20 @@ pub mod peer;
 pub mod plan;
 pub mod result;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use crate::bfv::{Ciphertext, Params};
+use crate::bfv::Params;
 use crate::matching::pack::templates_per_ciphertext;
 use crate::server::api::state::Quotas;
-use crate::server::api::{ApiError, ErrorCode};
+use crate::server::api::ApiError;
 use crate::server::gallery::Galleries;
+use crate::server::mirror::Mirror;
 use crate::server::store::postgres::shards::{Replica, ShardRow};
 use crate::server::store::postgres::PgStore;
-use crate::server::store::{now_millis, GalleryRowRef, Store, StoreError};
+use crate::server::store::{now_millis, Store, StoreError};
 use crate::server::verdict::VerdictKey;
 
 /// `--shards`, `--advertise`, `--lease-ms`.
@@ -48,14 +49,12 @@ pub struct ShardConfig {
     pub lease: Duration,
 }
 
-/// One shard held in memory: its part of every gallery, and the revision
-/// each gallery was last caught up to.
+/// One shard held in memory: its part of every gallery, kept up with the
+/// database by its mirror.
 #[derive(Debug)]
 pub struct HeldShard {
     pub galleries: Galleries,
-    revs: Mutex<HashMap<String, i64>>,
-    /// One catch-up at a time.
-    sync: tokio::sync::Mutex<()>,
+    mirror: Mirror,
 }
 
 /// This replica's part in the sharded cluster.
@@ -77,10 +76,6 @@ impl std::fmt::Debug for Sharding {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
-}
-
-fn poisoned() -> ApiError {
-    ApiError::internal("shard lock poisoned")
 }
 
 impl Sharding {
@@ -256,74 +251,20 @@ impl Sharding {
 
     /// Shard `shard` of every gallery, read from the database.
     fn load(&self, shard: u32) -> Result<HeldShard, String> {
-        let n = self.config.shards as i64;
         let galleries = Galleries::new(&self.params, self.dim, Quotas::DEFAULT);
-        let mut revs: HashMap<String, i64> = HashMap::new();
-        let mut loader = galleries.loader();
-        self.pg()
-            .for_each_shard_row(shard, self.config.shards, |row, rev| {
-                let r = revs.entry(row.gallery.to_string()).or_insert(rev);
-                *r = (*r).max(rev);
-                loader.add(GalleryRowRef {
-                    seq: row.seq / n,
-                    ..row
-                })
-            })
-            .map_err(|e| e.to_string())??;
-        loader.finish()?;
-        Ok(HeldShard {
-            galleries,
-            revs: Mutex::new(revs),
-            sync: tokio::sync::Mutex::new(()),
-        })
+        let mirror = Mirror::load(self.pg(), &galleries, shard, self.config.shards, |_| Ok(()))?;
+        Ok(HeldShard { galleries, mirror })
     }
 
-    /// Brings `held`'s part of `gallery` (shard `shard`) up to what the
-    /// database holds now. Returns the gallery revision it is caught up
-    /// to, `None` when the gallery has no rows.
-    pub async fn catch_up(
-        self: &Arc<Self>,
-        held: &Arc<HeldShard>,
-        shard: u32,
-        gallery: &str,
-    ) -> Result<Option<i64>, ApiError> {
-        let _one = held.sync.lock().await;
-        let since = held
-            .revs
-            .lock()
-            .map_err(|_| poisoned())?
-            .get(gallery)
-            .copied()
-            .unwrap_or(0);
-        let (this, held2, g) = (self.clone(), held.clone(), gallery.to_string());
-        tokio::task::spawn_blocking(move || -> Result<Option<i64>, ApiError> {
-            let n = this.config.shards;
-            let changes = this.pg().shard_changes(&g, shard, n, since)?;
-            if changes.deleted_at.is_some() {
-                held2.galleries.forget(&g)?;
-            }
-            for row in changes.rows {
-                let ct = Ciphertext::from_bytes(&this.params, &row.ciphertext).map_err(|e| {
-                    ApiError::new(
-                        ErrorCode::CorruptStore,
-                        format!("gallery {g} #{}: {e}", row.seq),
-                    )
-                })?;
-                let position = (row.seq / n as i64) as usize;
-                held2
-                    .galleries
-                    .put_stored(&g, position, ct, row.count as usize, row.erased)?;
-            }
-            let at = [changes.rev, changes.deleted_at, Some(since)]
-                .into_iter()
-                .flatten()
-                .max()
-                .unwrap_or(0);
-            held2.revs.lock().map_err(|_| poisoned())?.insert(g, at);
-            Ok(changes.rev)
-        })
-        .await
-        .map_err(|_| poisoned())?
+    /// Brings `held`'s part of `gallery` up to what the database holds now.
+    /// Returns the gallery revision it is caught up to, `None` when the
+    /// gallery has no rows.
+    pub async fn catch_up(&self, held: &HeldShard, gallery: &str) -> Result<Option<i64>, ApiError> {
+        let c = held
+            .mirror
+            .catch_up(self.pg(), &self.params, &held.galleries, gallery)
+            .await?;
+        Ok(c.rev)
     }
 
     /// Gives up the lease at a clean stop.

@@ -5,6 +5,16 @@ use futures_util::{pin_mut, TryStreamExt};
 use super::{pg, PgStore};
 use crate::server::store::{now_millis, now_secs, GalleryKeyRow, GalleryRowRef, StoreError};
 
+/// A row selected as `gallery, epoch, keys, statement`.
+fn key_row(r: &tokio_postgres::Row) -> GalleryKeyRow {
+    GalleryKeyRow {
+        gallery: r.get(0),
+        epoch: r.get::<_, i64>(1) as u32,
+        keys: r.get(2),
+        statement: r.get(3),
+    }
+}
+
 impl PgStore {
     /// See [`crate::server::store::Store::insert_gallery_template`].
     pub fn insert_gallery_template(
@@ -49,11 +59,17 @@ impl PgStore {
         })
     }
 
-    /// See [`crate::server::store::Store::delete_gallery`].
+    /// See [`crate::server::store::Store::delete_gallery`]: under the
+    /// gallery's lock, leaving a tombstone at the next gallery revision
+    /// (replicas holding the gallery forget it, and a login-mode gallery's
+    /// key, when they next catch up: `crate::server::mirror`).
     pub fn delete_gallery(&self, gallery: &str) -> Result<bool, StoreError> {
         self.run(async {
             let mut c = self.client().await?;
             let tx = c.transaction().await.map_err(pg)?;
+            tx.execute(super::shards::GALLERY_LOCK, &[&gallery])
+                .await
+                .map_err(pg)?;
             let n = tx
                 .execute(
                     "DELETE FROM gallery_templates WHERE gallery = $1",
@@ -65,8 +81,47 @@ impl PgStore {
                 .execute("DELETE FROM gallery_keys WHERE gallery = $1", &[&gallery])
                 .await
                 .map_err(pg)?;
+            if n + k > 0 {
+                tx.execute(
+                    "INSERT INTO gallery_deletions (gallery, rev) VALUES ($1, nextval('gallery_revs'))",
+                    &[&gallery],
+                )
+                .await
+                .map_err(pg)?;
+            }
             tx.commit().await.map_err(pg)?;
             Ok(n + k > 0)
+        })
+    }
+
+    /// Gallery `gallery`'s key (login mode), if it has one.
+    pub fn gallery_key(&self, gallery: &str) -> Result<Option<GalleryKeyRow>, StoreError> {
+        self.run(async {
+            let c = self.client().await?;
+            let row = c
+                .query_opt(
+                    "SELECT gallery, epoch, keys, statement FROM gallery_keys WHERE gallery = $1",
+                    &[&gallery],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(row.as_ref().map(key_row))
+        })
+    }
+
+    /// Every gallery's name: those with rows and those with a key only.
+    pub fn gallery_names(&self) -> Result<Vec<String>, StoreError> {
+        self.run(async {
+            let c = self.client().await?;
+            let rows = c
+                .query(
+                    "SELECT gallery FROM gallery_counts UNION SELECT gallery FROM gallery_keys
+                     ORDER BY 1",
+                    &[],
+                )
+                .await
+                .map_err(pg)?;
+            Ok(rows.iter().map(|r| r.get(0)).collect())
         })
     }
 
@@ -103,15 +158,7 @@ impl PgStore {
                 )
                 .await
                 .map_err(pg)?;
-            Ok(rows
-                .iter()
-                .map(|r| GalleryKeyRow {
-                    gallery: r.get(0),
-                    epoch: r.get::<_, i64>(1) as u32,
-                    keys: r.get(2),
-                    statement: r.get(3),
-                })
-                .collect())
+            Ok(rows.iter().map(key_row).collect())
         })
     }
 

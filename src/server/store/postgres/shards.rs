@@ -91,9 +91,10 @@ pub enum Appended {
     TooManyGalleries(usize),
 }
 
-fn gallery_lock_sql() -> &'static str {
-    "SELECT pg_advisory_xact_lock(hashtextextended('gallery:' || $1, 0))"
-}
+/// Takes gallery `$1`'s lock until the transaction ends: its writes, and
+/// so its revisions, commit one after another.
+pub(super) const GALLERY_LOCK: &str =
+    "SELECT pg_advisory_xact_lock(hashtextextended('gallery:' || $1, 0))";
 
 impl PgStore {
     /// Makes sure the shard map has `shards` rows (creating them on a new
@@ -377,9 +378,7 @@ impl PgStore {
         self.run(async {
             let mut c = self.client().await?;
             let tx = c.transaction().await.map_err(pg)?;
-            tx.execute(gallery_lock_sql(), &[&gallery])
-                .await
-                .map_err(pg)?;
+            tx.execute(GALLERY_LOCK, &[&gallery]).await.map_err(pg)?;
             let seq: i64 = tx
                 .query_one(
                     "SELECT coalesce(max(seq) + 1, 0) FROM gallery_templates WHERE gallery = $1",
@@ -453,9 +452,7 @@ impl PgStore {
         self.run(async {
             let mut c = self.client().await?;
             let tx = c.transaction().await.map_err(pg)?;
-            tx.execute(gallery_lock_sql(), &[&gallery])
-                .await
-                .map_err(pg)?;
+            tx.execute(GALLERY_LOCK, &[&gallery]).await.map_err(pg)?;
             let n = tx
                 .execute(
                     "UPDATE gallery_templates
@@ -467,35 +464,6 @@ impl PgStore {
                 .map_err(pg)?;
             tx.commit().await.map_err(pg)?;
             Ok(n == 1)
-        })
-    }
-
-    /// Deletes `gallery`'s rows, leaving a tombstone for its holders.
-    /// Returns whether it had any.
-    pub fn delete_sharded_gallery(&self, gallery: &str) -> Result<bool, StoreError> {
-        self.run(async {
-            let mut c = self.client().await?;
-            let tx = c.transaction().await.map_err(pg)?;
-            tx.execute(gallery_lock_sql(), &[&gallery])
-                .await
-                .map_err(pg)?;
-            let n = tx
-                .execute(
-                    "DELETE FROM gallery_templates WHERE gallery = $1",
-                    &[&gallery],
-                )
-                .await
-                .map_err(pg)?;
-            if n > 0 {
-                tx.execute(
-                    "INSERT INTO gallery_deletions (gallery, rev) VALUES ($1, nextval('gallery_revs'))",
-                    &[&gallery],
-                )
-                .await
-                .map_err(pg)?;
-            }
-            tx.commit().await.map_err(pg)?;
-            Ok(n > 0)
         })
     }
 
