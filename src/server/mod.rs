@@ -9,7 +9,8 @@
 //!   [`mirror`]: galleries kept up with PostgreSQL's rows where replicas
 //!   share it; [`shards`]: galleries sharded over replicas (`serve
 //!   --shards`).
-//! * [`routes`]: the route table the router and the metrics share.
+//! * [`routes`]: the route table the router and the metrics share;
+//!   [`http1`]: the outgoing calls (to the decider, to other replicas).
 //! * [`decider`]: the login decision (per-user keys, policy, verdict).
 //! * [`login`]: the matcher's side of login mode (the decider's client,
 //!   tickets and challenges, failed-login throttling).
@@ -28,6 +29,7 @@ pub mod conn;
 mod decide;
 pub mod decider;
 pub mod gallery;
+pub mod http1;
 mod listen;
 pub mod login;
 pub mod metrics;

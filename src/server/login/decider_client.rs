@@ -6,16 +6,14 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::client::conn::http1::{self, SendRequest};
+use http_body_util::Full;
 use hyper::header::{self, HeaderMap};
-use hyper_util::rt::TokioIo;
 use serde::Deserialize;
-use tokio::net::TcpStream;
 use zeroize::Zeroizing;
 
 use crate::server::api::{ApiError, ErrorCode};
 use crate::server::decider::http::KEY_STATEMENT_HEADER;
+use crate::server::http1::{self, Sender};
 
 /// Connections kept open for later calls.
 const IDLE_CONNECTIONS: usize = 8;
@@ -78,7 +76,7 @@ pub struct DeciderClient {
     authority: String,
     /// The `Authorization` header's value.
     bearer: Zeroizing<String>,
-    idle: Mutex<Vec<SendRequest<Full<Bytes>>>>,
+    idle: Mutex<Vec<Sender>>,
 }
 
 impl std::fmt::Debug for DeciderClient {
@@ -89,25 +87,13 @@ impl std::fmt::Debug for DeciderClient {
     }
 }
 
-#[derive(Deserialize)]
-struct ErrorBody {
-    error: String,
-    code: String,
-}
-
 impl DeciderClient {
     /// A client of the decider at `url` (`http://host:port`, no path), which
     /// presents `token`.
     pub fn new(url: &str, token: &str) -> Result<Self, String> {
-        let authority = url
-            .strip_prefix("http://")
-            .ok_or_else(|| format!("--decider {url}: an http:// URL (host:port) is expected"))?
-            .trim_end_matches('/');
-        if authority.is_empty() || authority.contains('/') || !authority.contains(':') {
-            return Err(format!(
-                "--decider {url}: http://host:port, with no path, is expected"
-            ));
-        }
+        let authority = http1::authority(url).ok_or_else(|| {
+            format!("--decider {url}: http://host:port, with no path, is expected")
+        })?;
         let token = token.trim();
         if token.is_empty() {
             return Err("the decider token file is empty".into());
@@ -253,22 +239,15 @@ impl DeciderClient {
             .header(header::CONTENT_TYPE, "application/octet-stream")
             .body(Full::new(body))
             .map_err(|e| transport(&e))?;
-        let resp = sender.send_request(req).await.map_err(|e| transport(&e))?;
-        let status = resp.status();
-        let (parts, body) = resp.into_parts();
-        let bytes = Limited::new(body, MAX_ANSWER)
-            .collect()
+        let (status, headers, bytes) = http1::send(&mut sender, req, MAX_ANSWER)
             .await
-            .map_err(|e| transport(&e))?
-            .to_bytes();
+            .map_err(|e| transport(&e))?;
         self.put_idle(sender);
         if status.is_success() {
-            return Ok((parts.headers, bytes));
+            return Ok((headers, bytes));
         }
-        let (code, message) = match serde_json::from_slice::<ErrorBody>(&bytes) {
-            Ok(e) => (e.code, e.error),
-            Err(_) => (String::new(), String::from_utf8_lossy(&bytes).into_owned()),
-        };
+        let (code, message) = http1::refusal(&bytes)
+            .unwrap_or_else(|| (String::new(), String::from_utf8_lossy(&bytes).into_owned()));
         Err(DeciderError::Refused {
             status: status.as_u16(),
             code,
@@ -276,21 +255,13 @@ impl DeciderClient {
         })
     }
 
-    async fn connect(&self) -> Result<SendRequest<Full<Bytes>>, DeciderError> {
-        let stream = TcpStream::connect(&self.authority)
+    async fn connect(&self) -> Result<Sender, DeciderError> {
+        http1::connect(&self.authority)
             .await
-            .map_err(|e| DeciderError::Transport(format!("connect {}: {e}", self.authority)))?;
-        let _ = stream.set_nodelay(true);
-        let (sender, conn) = http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| DeciderError::Transport(format!("handshake: {e}")))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        Ok(sender)
+            .map_err(DeciderError::Transport)
     }
 
-    fn take_idle(&self) -> Option<SendRequest<Full<Bytes>>> {
+    fn take_idle(&self) -> Option<Sender> {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         while let Some(s) = idle.pop() {
             if !s.is_closed() {
@@ -300,7 +271,7 @@ impl DeciderClient {
         None
     }
 
-    fn put_idle(&self, sender: SendRequest<Full<Bytes>>) {
+    fn put_idle(&self, sender: Sender) {
         let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
         if idle.len() < IDLE_CONNECTIONS && !sender.is_closed() {
             idle.push(sender);

@@ -5,12 +5,11 @@
 use std::time::Duration;
 
 use axum::body::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::client::conn::http1;
+use http_body_util::Full;
 use hyper::header;
-use hyper_util::rt::TokioIo;
 use serde::{Deserialize, Serialize};
-use tokio::net::TcpStream;
+
+use crate::server::http1;
 
 /// A call's deadline, connecting included.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -43,11 +42,7 @@ pub struct PeerError {
     pub message: String,
 }
 
-/// `http://host:port` → `host:port`.
-pub fn authority(url: &str) -> Option<&str> {
-    let a = url.strip_prefix("http://")?.trim_end_matches('/');
-    (!a.is_empty() && !a.contains('/') && a.contains(':')).then_some(a)
-}
+pub use crate::server::http1::authority;
 
 /// Asks the holder at `url` for shard `shard` of `gallery`.
 pub async fn shard_identify(
@@ -65,16 +60,7 @@ pub async fn shard_identify(
     let body = serde_json::to_vec(query).map_err(|e| fail(e.to_string()))?;
     let path = format!("/v1/galleries/{gallery}/shards/{shard}/identify");
     let call = async {
-        let stream = TcpStream::connect(host)
-            .await
-            .map_err(|e| fail(format!("connect: {e}")))?;
-        let _ = stream.set_nodelay(true);
-        let (mut sender, conn) = http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| fail(format!("handshake: {e}")))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+        let mut sender = http1::connect(host).await.map_err(fail)?;
         let mut req = hyper::Request::builder()
             .method("POST")
             .uri(&path)
@@ -86,30 +72,18 @@ pub async fn shard_identify(
         let req = req
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| fail(e.to_string()))?;
-        let resp = sender
-            .send_request(req)
+        let (status, _, bytes) = http1::send(&mut sender, req, MAX_ANSWER)
             .await
-            .map_err(|e| fail(e.to_string()))?;
-        let status = resp.status();
-        let bytes = Limited::new(resp.into_body(), MAX_ANSWER)
-            .collect()
-            .await
-            .map_err(|e| fail(e.to_string()))?
-            .to_bytes();
+            .map_err(fail)?;
         if status.is_success() {
             return serde_json::from_slice(&bytes).map_err(|e| fail(format!("answer: {e}")));
         }
-        #[derive(Deserialize)]
-        struct ErrorBody {
-            error: String,
-            code: String,
-        }
-        Err(match serde_json::from_slice::<ErrorBody>(&bytes) {
-            Ok(e) => PeerError {
-                code: Some(e.code),
-                message: format!("{url}: {}", e.error),
+        Err(match http1::refusal(&bytes) {
+            Some((code, message)) => PeerError {
+                code: Some(code),
+                message: format!("{url}: {message}"),
             },
-            Err(_) => fail(format!("status {status}")),
+            None => fail(format!("status {status}")),
         })
     };
     tokio::time::timeout(CALL_TIMEOUT, call)
