@@ -152,6 +152,25 @@ fn scale_verifications_on_sqlite_and_postgres_replicas() {
     eprintln!(
         "scale: postgres store calls of a verification, alone: the revision check {rev_us:.0} us, the audit row {audit_us:.0} us"
     );
+    // What an unsharded gallery's catch-up costs a replica before each
+    // answer when nothing was written since its last look.
+    let Store::Postgres(pg) = &store else {
+        unreachable!("connected to PostgreSQL")
+    };
+    pg.append_gallery_row("bench", b"row", 1, 1, 1).unwrap();
+    let rev = pg.gallery_rev("bench").unwrap().unwrap();
+    let t = Instant::now();
+    for _ in 0..calls {
+        assert!(pg
+            .shard_changes("bench", 0, 1, rev)
+            .unwrap()
+            .rows
+            .is_empty());
+    }
+    let catch_up_us = t.elapsed().as_secs_f64() * 1e6 / calls as f64;
+    eprintln!(
+        "scale: postgres gallery catch-up before an answer, nothing new: {catch_up_us:.0} us (one prepared statement)"
+    );
     eprintln!(
         "scale: postgres store overhead per verification: {:.3} ms ({:.3} ms on postgres, {:.3} ms on sqlite, one client); of it the audit commit's WAL flush: {:.3} ms",
         seq[1] - seq[0],

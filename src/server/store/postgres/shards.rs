@@ -303,7 +303,10 @@ impl PgStore {
         )
     }
 
-    /// What changed in shard `shard` of `gallery` after revision `since`.
+    /// What changed in shard `shard` of `gallery` after revision `since`:
+    /// one statement (so one snapshot, and one round trip on a prepared
+    /// statement), whose first row carries the gallery's latest revision
+    /// and deletion and whose rows the changed ones (none: a row of nulls).
     pub fn shard_changes(
         &self,
         gallery: &str,
@@ -312,42 +315,42 @@ impl PgStore {
         since: i64,
     ) -> Result<ShardChanges, StoreError> {
         self.run(async {
-            let mut c = self.client().await?;
-            let c = c
-                .build_transaction()
-                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
-                .read_only(true)
-                .start()
-                .await
-                .map_err(pg)?;
-            let rev: Option<i64> = c
-                .query_one(GALLERY_REV, &[&gallery])
-                .await
-                .map_err(pg)?
-                .get(0);
-            let deleted_at: Option<i64> = c
-                .query_one(
-                    "SELECT max(rev) FROM gallery_deletions WHERE gallery = $1 AND rev > $2",
-                    &[&gallery, &since],
+            let c = self.client().await?;
+            let st = c
+                .prepare_cached(
+                    "WITH latest AS (SELECT max(rev) AS rev FROM gallery_templates WHERE gallery = $1),
+                          deleted AS (SELECT max(rev) AS rev FROM gallery_deletions
+                                      WHERE gallery = $1 AND rev > $2)
+                     SELECT latest.rev, deleted.rev, t.seq, t.ciphertext, t.count, t.erased, t.rev
+                     FROM latest CROSS JOIN deleted
+                     LEFT JOIN gallery_templates t
+                       ON t.gallery = $1 AND t.rev > coalesce(deleted.rev, $2) AND t.seq % $3 = $4
+                     ORDER BY t.seq",
                 )
                 .await
-                .map_err(pg)?
-                .get(0);
-            let from = deleted_at.unwrap_or(since);
+                .map_err(pg)?;
             let rows = c
-                .query(
-                    "SELECT seq, ciphertext, count, erased, rev FROM gallery_templates
-                     WHERE gallery = $1 AND rev > $2 AND seq % $3 = $4 ORDER BY seq",
-                    &[&gallery, &from, &(shards as i64), &(shard as i64)],
-                )
+                .query(&st, &[&gallery, &since, &(shards as i64), &(shard as i64)])
                 .await
                 .map_err(pg)?;
-            c.commit().await.map_err(pg)?;
-            Ok(ShardChanges {
-                rev,
-                deleted_at,
-                rows: rows.iter().map(RevRow::of).collect(),
-            })
+            let mut changes = ShardChanges::default();
+            for (i, r) in rows.iter().enumerate() {
+                if i == 0 {
+                    changes.rev = r.try_get(0).map_err(pg)?;
+                    changes.deleted_at = r.try_get(1).map_err(pg)?;
+                }
+                let Some(seq) = r.try_get::<_, Option<i64>>(2).map_err(pg)? else {
+                    continue;
+                };
+                changes.rows.push(RevRow {
+                    seq,
+                    ciphertext: r.try_get(3).map_err(pg)?,
+                    count: r.try_get::<_, i64>(4).map_err(pg)? as u32,
+                    erased: r.try_get::<_, i64>(5).map_err(pg)? as u64,
+                    rev: r.try_get(6).map_err(pg)?,
+                });
+            }
+            Ok(changes)
         })
     }
 
