@@ -206,6 +206,11 @@ try:
 except OSError:
     pass
 
+# The kernel set the server bench ran and its calibration timings.
+server_rows = os.environ.get("SERVER_ROWS", "").strip().splitlines()
+kernel_set = next((l[len("kernels "):] for l in server_rows if l.startswith("kernels ")), "")
+calibration = [l.split("\t")[1:] for l in server_rows if l.startswith("calibration\t")]
+
 md = [
     "# blindmatch benchmark report",
     "",
@@ -218,7 +223,9 @@ md = [
     "Native kernels: "
     + (f"`{os.environ['BLINDMATCH_BACKEND']}` (chosen with BLINDMATCH_BACKEND)."
        if os.environ.get("BLINDMATCH_BACKEND")
-       else "the best this CPU has (the server bench below names it)."),
+       else "per family, the measured-faster backend of the one-time calibration"
+            + (f" (in the server bench: `{kernel_set}`; each bench process calibrates for itself)."
+               if kernel_set else ".")),
     "",
     "Times are criterion medians (native) or medians of batched runs inside wasm (Node).",
     "`ratio` = peer time / our time: above 1 means blindmatch is faster. The peer runs in",
@@ -347,6 +354,23 @@ if memory_floors and "identify_scores_1core" in seal:
     for ours_op, what, ours, floor in memory_floors:
         md.append(f"| {ours_op} | {ours / 1000:.2f} | {what} | {floor / 1000:.2f} | {budget / 1000:.2f} | "
                   f"{100 * floor / budget:.0f}% |")
+
+timed = [c for c in calibration if len(c) == 3]
+if timed:
+    fams = list(dict.fromkeys(c[0] for c in timed))
+    kinds = list(dict.fromkeys(c[1] for c in timed))
+    chosen = dict(kv.split("=", 1) for kv in kernel_set.split())
+    md += ["", "## Kernel choice per family (the server bench's one-time calibration)", "",
+           "Each family's kernels timed once per backend on auth4096-sized inputs (fastest of",
+           "15 runs, µs); the widest backend stays unless another is at least 10% faster.", "",
+           "| family | " + " | ".join(kinds) + " | chosen |",
+           "|---|" + "---:|" * len(kinds) + "---|"]
+    for f in fams:
+        cells = {c[1]: c[2].replace(" us", "") for c in timed if c[0] == f}
+        md.append(f"| {f} | " + " | ".join(cells.get(k, "-") for k in kinds) + f" | {chosen.get(f, '?')} |")
+    total = [c for c in calibration if len(c) == 2 and c[0] == "total"]
+    if total:
+        md += ["", f"The calibration took {total[0][1]} in all."]
 
 server = os.environ.get("SERVER_ROWS", "").strip()
 if server:

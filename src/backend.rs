@@ -39,6 +39,9 @@ pub(crate) mod scalar;
 
 pub(crate) mod tables;
 
+mod calibrate;
+pub use calibrate::Calibration;
+
 #[cfg(test)]
 pub(crate) mod test_helpers;
 
@@ -69,13 +72,88 @@ enum Kind {
     Simd128,
 }
 
-/// A set of kernels the current CPU can run.
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Scalar => "scalar",
+            #[cfg(bm_avx)]
+            Kind::Avx2 => "avx2",
+            #[cfg(bm_avx)]
+            Kind::Avx512 => "avx512",
+            #[cfg(bm_neon)]
+            Kind::Neon => "neon",
+            #[cfg(bm_simd128)]
+            Kind::Simd128 => "simd128",
+        }
+    }
+}
+
+/// The operation families whose kernels a [`Backend`] chooses separately:
+/// on a CPU that runs 512-bit operations as two 256-bit halves, AVX2 can be
+/// the faster choice for some of them and AVX-512 for others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    /// Forward and inverse NTTs.
+    Transforms,
+    /// Pointwise products, plain, Montgomery, accumulated and streamed.
+    Products,
+    /// Linear combinations of residues (base conversion, scaling, encryption's
+    /// scaled message plus error).
+    Lincomb,
+    /// The key holder's 1:N dot products.
+    Dot,
+    /// The `f64` sums of base conversion, scaling and decryption's rounding.
+    Rounding,
+    /// The ChaCha20 stream, rejection sampling and centred binomial errors.
+    Sampling,
+}
+
+impl Family {
+    /// Every family, in the order [`Backend::kernels`] lists them.
+    pub const ALL: [Family; 6] = [
+        Family::Transforms,
+        Family::Products,
+        Family::Lincomb,
+        Family::Dot,
+        Family::Rounding,
+        Family::Sampling,
+    ];
+
+    /// A short lowercase name: `transforms`, `products`, `lincomb`, `dot`,
+    /// `rounding` or `sampling`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Transforms => "transforms",
+            Family::Products => "products",
+            Family::Lincomb => "lincomb",
+            Family::Dot => "dot",
+            Family::Rounding => "rounding",
+            Family::Sampling => "sampling",
+        }
+    }
+}
+
+/// A set of kernels the current CPU can run: one backend per [`Family`].
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Backend(Kind);
+pub struct Backend([Kind; Family::ALL.len()]);
 
 impl std::fmt::Debug for Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        match self.uniform() {
+            Some(kind) => f.write_str(kind.name()),
+            None => std::fmt::Display::fmt(self, f),
+        }
+    }
+}
+
+/// Every family and its backend: `transforms=avx512 products=avx2 …`.
+impl std::fmt::Display for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sets: Vec<String> = self
+            .kernels()
+            .map(|(family, kind)| format!("{}={kind}", family.name()))
+            .collect();
+        f.write_str(&sets.join(" "))
     }
 }
 
@@ -122,12 +200,45 @@ pub(crate) const STREAM_PREFETCH: usize = 1024;
 impl Backend {
     /// The portable backend, compiled on every target.
     pub const fn scalar() -> Self {
-        Backend(Kind::Scalar)
+        Backend::all(Kind::Scalar)
     }
 
-    /// The backend this process uses: [`Backend::best`], unless the
-    /// environment variable `BLINDMATCH_BACKEND` names another one this CPU
-    /// can run (see [`Backend::from_env`]). Decided once, on the first call.
+    /// Every family on one kind.
+    const fn all(kind: Kind) -> Self {
+        Backend([kind; Family::ALL.len()])
+    }
+
+    /// The kind that runs `family`'s kernels.
+    #[inline(always)]
+    fn of(self, family: Family) -> Kind {
+        self.0[family as usize]
+    }
+
+    /// The kind every family runs on, if they all run on one.
+    fn uniform(self) -> Option<Kind> {
+        let first = self.0[0];
+        self.0.iter().all(|&k| k == first).then_some(first)
+    }
+
+    /// This set with `family`'s kernels taken from `other` (which this CPU
+    /// can run, as every [`Backend`] is).
+    pub fn with_family(mut self, family: Family, other: Backend) -> Self {
+        self.0[family as usize] = other.of(family);
+        self
+    }
+
+    /// The backend each family's kernels run on, by name, in
+    /// [`Family::ALL`] order.
+    pub fn kernels(self) -> impl Iterator<Item = (Family, &'static str)> {
+        Family::ALL.into_iter().map(move |f| (f, self.of(f).name()))
+    }
+
+    /// The kernels this process uses: those `BLINDMATCH_BACKEND` names if
+    /// this CPU can run them (see [`Backend::from_env`]), every family on
+    /// that backend; otherwise, where more than one backend can run, the
+    /// measured-faster one per [`Family`] ([`Backend::calibration`], about
+    /// a millisecond, once); otherwise [`Backend::best`]. Decided once, on
+    /// the first call.
     ///
     /// An unknown or unavailable name is ignored here (this cannot fail);
     /// a program that honours the variable checks it with
@@ -135,21 +246,69 @@ impl Backend {
     pub fn detect() -> Self {
         use std::sync::OnceLock;
         static CHOSEN: OnceLock<Backend> = OnceLock::new();
-        *CHOSEN.get_or_init(|| Self::from_env().ok().flatten().unwrap_or_else(Self::best))
+        *CHOSEN.get_or_init(|| match Self::from_env() {
+            Ok(Some(forced)) => forced,
+            _ => Self::calibration().map_or_else(Self::best, |c| c.chosen),
+        })
     }
 
-    /// The backend `BLINDMATCH_BACKEND` asks for: `None` when the variable is
-    /// unset or empty; an error when it names a backend that is unknown or
-    /// that this CPU or build cannot run (for example `avx512` on an AVX2
-    /// machine). Lets an operator run the AVX2 kernels on a CPU that slows
-    /// down under AVX-512, or the scalar ones to rule the SIMD code out.
+    /// What the calibration of [`Backend::detect`] measured, run once on
+    /// the first call; `None` where it does not run: when only one backend
+    /// can run here, or on wasm32 (which has no clock without JavaScript,
+    /// and one SIMD backend).
+    pub fn calibration() -> Option<&'static calibrate::Calibration> {
+        use std::sync::OnceLock;
+        static CALIBRATION: OnceLock<Option<calibrate::Calibration>> = OnceLock::new();
+        CALIBRATION
+            .get_or_init(|| {
+                let candidates = Self::available();
+                (cfg!(not(target_arch = "wasm32")) && candidates.len() > 1)
+                    .then(|| calibrate::calibrate(&candidates))
+            })
+            .as_ref()
+    }
+
+    /// The kernels `BLINDMATCH_BACKEND` asks for (see [`Backend::by_spec`]):
+    /// `None` when the variable is unset or empty; an error when it names a
+    /// backend that is unknown or that this CPU or build cannot run (for
+    /// example `avx512` on an AVX2 machine), or an unknown family. Lets an
+    /// operator run the AVX2 kernels on a CPU that slows down under
+    /// AVX-512, or the scalar ones to rule the SIMD code out.
     pub fn from_env() -> Result<Option<Self>, String> {
         match std::env::var("BLINDMATCH_BACKEND") {
-            Ok(name) if !name.is_empty() => Self::by_name(&name)
+            Ok(spec) if !spec.is_empty() => Self::by_spec(&spec)
                 .map(Some)
                 .map_err(|e| format!("BLINDMATCH_BACKEND={e}")),
             _ => Ok(None),
         }
+    }
+
+    /// The kernels a comma-separated list names: a backend's name sets
+    /// every family, `family=name` one family (see [`Family::name`]); the
+    /// families the list leaves unset run on [`Backend::best`]. So `avx2`
+    /// runs everything on AVX2 and `avx512,dot=avx2` everything on AVX-512
+    /// but the 1:N dot products.
+    pub fn by_spec(spec: &str) -> Result<Self, String> {
+        let mut set = Self::best();
+        for item in spec.split(',').map(str::trim) {
+            match item.split_once('=') {
+                None => set = Self::by_name(item)?,
+                Some((family, name)) => {
+                    let family = Family::ALL
+                        .into_iter()
+                        .find(|f| f.name() == family.trim())
+                        .ok_or_else(|| {
+                            let names: Vec<&str> = Family::ALL.iter().map(|f| f.name()).collect();
+                            format!(
+                                "{family:?} is not a kernel family (the families: {})",
+                                names.join(", ")
+                            )
+                        })?;
+                    set = set.with_family(family, Self::by_name(name.trim())?);
+                }
+            }
+        }
+        Ok(set)
     }
 
     /// The backend called `name` (as [`Backend::name`] spells it), if this
@@ -174,21 +333,21 @@ impl Backend {
     pub fn best() -> Self {
         cfg_if::cfg_if! {
             if #[cfg(bm_neon)] {
-                Backend(Kind::Neon)
+                Backend::all(Kind::Neon)
             } else if #[cfg(bm_simd128)] {
-                Backend(Kind::Simd128)
+                Backend::all(Kind::Simd128)
             } else if #[cfg(bm_avx)] {
                 // The avx512 kind also runs the AVX2 kernels of operations
                 // that have no 512-bit version, so it needs both.
                 if avx512_detected() && avx2_detected() {
-                    Backend(Kind::Avx512)
+                    Backend::all(Kind::Avx512)
                 } else if avx2_detected() {
-                    Backend(Kind::Avx2)
+                    Backend::all(Kind::Avx2)
                 } else {
-                    Backend(Kind::Scalar)
+                    Backend::scalar()
                 }
             } else {
-                Backend(Kind::Scalar)
+                Backend::scalar()
             }
         }
     }
@@ -199,7 +358,7 @@ impl Backend {
         let mut v = vec![Self::scalar()];
         #[cfg(bm_avx)]
         if avx2_detected() {
-            v.push(Backend(Kind::Avx2));
+            v.push(Backend::all(Kind::Avx2));
         }
         let best = Self::best();
         if !v.contains(&best) {
@@ -224,29 +383,21 @@ impl Backend {
         ]
     }
 
-    /// A short lowercase name: `scalar`, `avx2`, `avx512`, `neon` or `simd128`.
+    /// A short lowercase name: `scalar`, `avx2`, `avx512`, `neon` or
+    /// `simd128` when every family runs on that backend, `mixed` when they
+    /// do not (see [`Backend::kernels`]).
     pub fn name(&self) -> &'static str {
-        match self.0 {
-            Kind::Scalar => "scalar",
-            #[cfg(bm_avx)]
-            Kind::Avx2 => "avx2",
-            #[cfg(bm_avx)]
-            Kind::Avx512 => "avx512",
-            #[cfg(bm_neon)]
-            Kind::Neon => "neon",
-            #[cfg(bm_simd128)]
-            Kind::Simd128 => "simd128",
-        }
+        self.uniform().map_or("mixed", Kind::name)
     }
 
     pub(crate) fn forward(self, t: &NttTables, a: &mut [u32]) {
         debug_assert_eq!(a.len(), t.n);
-        dispatch!(self, forward(t, a))
+        dispatch!(self.of(Family::Transforms), forward(t, a))
     }
 
     pub(crate) fn inverse(self, t: &NttTables, a: &mut [u32], s: &InvScale) {
         debug_assert_eq!(a.len(), t.n);
-        dispatch!(self, inverse(t, a, s))
+        dispatch!(self.of(Family::Transforms), inverse(t, a, s))
     }
 
     /// `out[i] = a[i] · b[i] mod q` for inputs in `[0, q)`.
@@ -282,7 +433,7 @@ impl Backend {
             a.len() == b.len() && a.len() == out.len(),
             "Backend::mul_streaming: length mismatch"
         );
-        dispatch!(self, mul_streaming(m, a, b, out), [avx2, avx512], else self.mul(m, a, b, out))
+        dispatch!(self.of(Family::Products), mul_streaming(m, a, b, out), [avx2, avx512], else self.mul(m, a, b, out))
     }
 
     /// `acc[i] = acc[i] + a[i] · b[i] mod q` for inputs in `[0, q)`.
@@ -322,11 +473,20 @@ impl Backend {
             op.name()
         );
         match op {
-            Product::Mul => dispatch!(self, mul::<false>(m, a, b, out)),
-            Product::MulMont => dispatch!(self, mul::<true>(m, a, b, out)),
-            Product::MulAcc => dispatch!(self, mul_acc::<false, false>(m, a, b, out)),
-            Product::MulAccMont => dispatch!(self, mul_acc::<true, false>(m, a, b, out)),
-            Product::MulSubMont => dispatch!(self, mul_acc::<true, true>(m, a, b, out)),
+            Product::Mul => dispatch!(self.of(Family::Products), mul::<false>(m, a, b, out)),
+            Product::MulMont => dispatch!(self.of(Family::Products), mul::<true>(m, a, b, out)),
+            Product::MulAcc => dispatch!(
+                self.of(Family::Products),
+                mul_acc::<false, false>(m, a, b, out)
+            ),
+            Product::MulAccMont => dispatch!(
+                self.of(Family::Products),
+                mul_acc::<true, false>(m, a, b, out)
+            ),
+            Product::MulSubMont => dispatch!(
+                self.of(Family::Products),
+                mul_acc::<true, true>(m, a, b, out)
+            ),
         }
     }
 }
@@ -380,7 +540,7 @@ impl Backend {
         // Without a one-pass kernel, two passes: the backend's own `lincomb`
         // (the widest vectors), then the error added with sign masks, which
         // the portable loop vectorizes at any width.
-        dispatch!(self, scaled_plus_small(m, x, w, e, out), [simd128], else {
+        dispatch!(self.of(Family::Lincomb), scaled_plus_small(m, x, w, e, out), [simd128], else {
             self.lincomb(m, &[x], &[w], out);
             scalar::add_small(m, e, out);
         })
@@ -397,7 +557,7 @@ impl Backend {
         q: u32,
         out: &mut [u32],
     ) -> (usize, usize) {
-        dispatch!(self, take_below(words, shift, q, out), [simd128],
+        dispatch!(self.of(Family::Sampling), take_below(words, shift, q, out), [simd128],
             else scalar::take_below(words, shift, q, out))
     }
 
@@ -416,7 +576,7 @@ impl Backend {
         // The x86_64 kernel is the portable loop compiled with POPCNT; elsewhere
         // `count_ones` is one instruction (wasm `i64.popcnt`, NEON `cnt`) or
         // the portable fallback.
-        dispatch!(self, cbd(words, out), [avx2, avx512 = avx2], else scalar::cbd(words, out))
+        dispatch!(self.of(Family::Sampling), cbd(words, out), [avx2, avx512 = avx2], else scalar::cbd(words, out))
     }
 
     /// Decryption's `round(t/Q · x) mod t` per coefficient from the rows of
@@ -441,7 +601,7 @@ impl Backend {
             "Backend::round_to_t_small: length mismatch"
         );
         // Elsewhere the portable loops compile to vector code.
-        dispatch!(self, round_to_t_small(rows, omega, theta, t, out), [simd128],
+        dispatch!(self.of(Family::Rounding), round_to_t_small(rows, omega, theta, t, out), [simd128],
             else scalar::round_to_t_small(rows, omega, theta, t, out))
     }
 
@@ -465,7 +625,7 @@ impl Backend {
         );
         // NEON is a baseline feature of its build, so the portable loops
         // compile to vector code there.
-        dispatch!(self, lincomb(m, inputs, weights, out), [avx2, avx512, simd128],
+        dispatch!(self.of(Family::Lincomb), lincomb(m, inputs, weights, out), [avx2, avx512, simd128],
             else scalar::lincomb(m, inputs, weights, out))
     }
 
@@ -484,7 +644,7 @@ impl Backend {
         // vector code there.
         #[cfg(bm_avx)]
         let fits = m.value() < 1 << 30 && a.len() < 1 << 24;
-        dispatch!(self, dot2(m, a, x, b, y), [avx2, avx512] if fits,
+        dispatch!(self.of(Family::Dot), dot2(m, a, x, b, y), [avx2, avx512] if fits,
             else scalar::dot2(m, a, x, b, y))
     }
 
@@ -498,7 +658,7 @@ impl Backend {
             inputs.len() == coeffs.len() && inputs.iter().all(|x| x.len() >= out.len()),
             "Backend::round_weighted_sum: length mismatch"
         );
-        dispatch!(self, round_weighted_sum(inputs, coeffs, out), [avx2, avx512, simd128],
+        dispatch!(self.of(Family::Rounding), round_weighted_sum(inputs, coeffs, out), [avx2, avx512, simd128],
             else scalar::round_weighted_sum(inputs, coeffs, out))
     }
 
@@ -513,7 +673,7 @@ impl Backend {
             inputs.len() == thetas.len() && inputs.iter().all(|x| x.len() >= out.len()),
             "Backend::floor_frac_sum: length mismatch"
         );
-        dispatch!(self, floor_frac_sum(inputs, thetas, out), [avx2, avx512, simd128],
+        dispatch!(self.of(Family::Rounding), floor_frac_sum(inputs, thetas, out), [avx2, avx512, simd128],
             else scalar::floor_frac_sum(inputs, thetas, out))
     }
 }
@@ -537,9 +697,89 @@ mod tests {
             err.contains("\"avx9000\"") && err.contains("scalar"),
             "{err}"
         );
-        // Without the variable, the process runs the best backend.
+    }
+
+    /// A list sets every family by a backend's name and one by
+    /// `family=name`; unknown families and backends are errors naming what
+    /// there is.
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    fn specs_set_families() {
+        let best = Backend::best();
+        assert_eq!(Backend::by_spec("scalar"), Ok(Backend::scalar()));
+        assert_eq!(Backend::by_spec(best.name()), Ok(best));
+        let one = Backend::by_spec("dot=scalar").unwrap();
+        for (family, kind) in one.kernels() {
+            let want = if family == Family::Dot {
+                "scalar"
+            } else {
+                best.name()
+            };
+            assert_eq!(kind, want, "{one:?}");
+        }
+        assert_eq!(
+            Backend::by_spec(&format!("scalar, lincomb = {}", best.name())),
+            Ok(Backend::scalar().with_family(Family::Lincomb, best))
+        );
+        if best != Backend::scalar() {
+            assert_eq!(one.name(), "mixed");
+        }
+        let err = Backend::by_spec("speed=scalar").unwrap_err();
+        assert!(
+            err.contains("\"speed\"") && err.contains("transforms"),
+            "{err}"
+        );
+        let err = Backend::by_spec("dot=avx9000").unwrap_err();
+        assert!(
+            err.contains("\"avx9000\"") && err.contains("scalar"),
+            "{err}"
+        );
+    }
+
+    /// Without `BLINDMATCH_BACKEND` the process runs what the calibration
+    /// chose: per family, one of the backends this CPU runs, timed on each
+    /// of them. Where it cannot time (wasm32) or there is nothing to choose,
+    /// the best backend.
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    fn calibration_chooses_among_available_kernels() {
+        let available = Backend::available();
+        let names: Vec<&str> = available.iter().map(|b| b.name()).collect();
+        let Some(c) = Backend::calibration() else {
+            assert!(cfg!(target_arch = "wasm32") || available.len() == 1);
+            if std::env::var_os("BLINDMATCH_BACKEND").is_none() {
+                assert_eq!(Backend::detect(), Backend::best());
+            }
+            return;
+        };
+        for (family, kind) in c.chosen.kernels() {
+            assert!(
+                names.contains(&kind),
+                "{family:?} on {kind}, not in {names:?}"
+            );
+            let timed: Vec<(&str, f64)> = c
+                .timings
+                .iter()
+                .filter(|t| t.0 == family)
+                .map(|t| (t.1, t.2))
+                .collect();
+            assert_eq!(timed.iter().map(|t| t.0).collect::<Vec<_>>(), names);
+            assert!(
+                timed.iter().all(|t| t.1 > 0.0 && t.1.is_finite()),
+                "{timed:?}"
+            );
+            // The choice is the default (the widest) unless it measured
+            // faster by the margin.
+            let chosen = timed.iter().find(|t| t.0 == kind).unwrap().1;
+            let widest = timed.last().unwrap();
+            assert!(
+                kind == widest.0 || chosen < calibrate::MARGIN * widest.1,
+                "{family:?}: {timed:?} chose {kind}"
+            );
+        }
+        assert!(c.micros > 0.0);
         if std::env::var_os("BLINDMATCH_BACKEND").is_none() {
-            assert_eq!(Backend::detect(), Backend::best());
+            assert_eq!(Backend::detect(), c.chosen);
         }
     }
 

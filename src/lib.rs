@@ -51,7 +51,7 @@ pub mod ntt;
 pub(crate) mod parallel;
 pub mod transforms;
 
-pub use backend::Backend;
+pub use backend::{Backend, Family};
 pub use error::{ArithError, BfvError, FormatError, MatchError, ParamsError};
 pub use ntt::NttPlan;
 

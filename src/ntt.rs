@@ -100,6 +100,11 @@ impl NttPlan {
         self.psi
     }
 
+    /// The twiddle tables, for the backend's kernels.
+    pub(crate) fn tables(&self) -> &NttTables {
+        &self.tables
+    }
+
     /// The backend this plan runs on.
     pub fn backend(&self) -> Backend {
         self.backend

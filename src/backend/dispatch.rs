@@ -2,8 +2,9 @@
 //! `dispatch!`, which writes each backend's arm, its `cfg` and the reason
 //! its `unsafe` is sound, once for the whole crate.
 
-/// `dispatch!(backend, kernel::<G>(args), [kinds], else fallback)`: for each
-/// kind listed, an arm that calls `kernel` in the module named after the
+/// `dispatch!(kind, kernel::<G>(args), [kinds], else fallback)`, where
+/// `kind` is the [`super::Kind`] a [`super::Backend`] runs a family on: for
+/// each kind listed, an arm that calls `kernel` in the module named after the
 /// kind (`scalar`, `avx2`, `avx512`, `neon`, `simd128`, resolved where the
 /// macro is used, so `backend::chacha` reaches its own kernels). Without a
 /// list every kind is listed; without `else` the listed kinds must be all of
@@ -20,7 +21,7 @@ macro_rules! dispatch {
 
     // All kinds turned into arms: the match.
     (@arms $b:expr; $call:tt; $guard:tt; [$($fb:tt)?]; [$($arms:tt)*]; []) => {
-        match $b.0 {
+        match $b {
             $($arms)*
             $(_ => $fb,)?
         }
@@ -36,8 +37,8 @@ macro_rules! dispatch {
     (@arms $b:expr; ($($call:tt)*); [$($g:tt)?]; $fb:tt; [$($arms:tt)*];
      [avx2 $(, $($rest:tt)*)?]) => {
         dispatch!(@arms $b; ($($call)*); [$($g)?]; $fb; [$($arms)*
-            // SAFETY: `Kind::Avx2` is only constructed after `avx2_detected()`
-            // (AVX2 and POPCNT).
+            // SAFETY: a `Backend` holds `Kind::Avx2` only after
+            // `avx2_detected()` (AVX2 and POPCNT).
             #[cfg(bm_avx)]
             $crate::backend::Kind::Avx2 $(if $g)? => unsafe { avx2::$($call)* },
         ]; [$($($rest)*)?])
@@ -53,7 +54,7 @@ macro_rules! dispatch {
     };
     (@avx512 $b:expr; ($($call:tt)*); [$($g:tt)?]; $fb:tt; [$($arms:tt)*]; $m:ident; $rest:tt) => {
         dispatch!(@arms $b; ($($call)*); [$($g)?]; $fb; [$($arms)*
-            // SAFETY: `Kind::Avx512` is only constructed after both
+            // SAFETY: a `Backend` holds `Kind::Avx512` only after both
             // `avx512_detected()` and `avx2_detected()`, so its CPU runs the
             // AVX-512F kernels and the AVX2 (and POPCNT) ones.
             #[cfg(bm_avx)]

@@ -7,7 +7,7 @@
 //! the preset plus wider and narrower ones.
 
 use super::tables::NttTables;
-use super::Backend;
+use super::{Backend, Family};
 use crate::arith::{ntt_primes, primitive_root, Modulus};
 
 /// SplitMix64, as the integration suite's oracle uses: small, deterministic,
@@ -68,7 +68,22 @@ pub(crate) fn backends() -> Vec<Backend> {
             "backend {req} is required by this test build but not available (have {avail:?})"
         );
     }
-    avail
+    // And sets that mix backends across families, as the calibration can
+    // choose: each SIMD backend with scalar products, dot products and
+    // sampling.
+    let mixed = avail.iter().filter(|b| **b != Backend::scalar()).map(|b| {
+        [Family::Products, Family::Dot, Family::Sampling]
+            .into_iter()
+            .fold(*b, |set, f| set.with_family(f, Backend::scalar()))
+    });
+    let mixed: Vec<Backend> = mixed.collect();
+    static MIXED: std::sync::Once = std::sync::Once::new();
+    MIXED.call_once(|| {
+        use std::io::Write;
+        let msg = format!("and kernel sets mixing backends: {mixed:?}\n");
+        let _ = std::io::stderr().write_all(msg.as_bytes());
+    });
+    avail.into_iter().chain(mixed).collect()
 }
 
 /// The primes the kernels are checked over at degree `n <= 4096`: the

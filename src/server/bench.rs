@@ -61,11 +61,19 @@ pub(super) fn bench(args: &BenchArgs) -> Result<(), String> {
     let template = verifier.prepare_template(&template).map_err(err)?;
     let n = args.verifications.max(1);
     let all = args.threads.unwrap_or_else(cores).max(1);
-    println!(
-        "backend {}, parameters {}",
-        crate::Backend::detect().name(),
-        params.id_hex()
-    );
+    let kernels = crate::Backend::detect();
+    println!("backend {}, parameters {}", kernels.name(), params.id_hex());
+    println!("kernels {kernels}");
+    if let Some(c) = crate::Backend::calibration() {
+        for (family, backend, ns) in &c.timings {
+            println!(
+                "calibration\t{}\t{backend}\t{:.2} us",
+                family.name(),
+                ns / 1e3
+            );
+        }
+        println!("calibration\ttotal\t{:.0} us", c.micros);
+    }
     for threads in [1, all] {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)

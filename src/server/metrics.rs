@@ -63,7 +63,7 @@ impl std::fmt::Debug for Metrics {
 /// Gauges read at exposition time.
 #[derive(Debug, Clone)]
 pub struct Gauges {
-    pub backend: &'static str,
+    pub backend: crate::Backend,
     pub params_id: String,
     pub threads: usize,
     /// Matching slots free at this moment.
@@ -117,9 +117,21 @@ impl Metrics {
              # TYPE blindmatch_build_info gauge\n\
              blindmatch_build_info{{version=\"{}\",backend=\"{}\",params=\"{}\"}} 1",
             env!("CARGO_PKG_VERSION"),
-            g.backend,
+            g.backend.name(),
             g.params_id
         );
+        let _ = writeln!(
+            o,
+            "# HELP blindmatch_kernels The backend each kernel family runs on.\n\
+             # TYPE blindmatch_kernels gauge"
+        );
+        for (family, backend) in g.backend.kernels() {
+            let _ = writeln!(
+                o,
+                "blindmatch_kernels{{family=\"{}\",backend=\"{backend}\"}} 1",
+                family.name()
+            );
+        }
         let _ = writeln!(
             o,
             "# HELP blindmatch_http_requests_total HTTP requests answered, by route template and status class.\n\
@@ -239,7 +251,7 @@ mod tests {
         m.request(verify, 404, 10);
         m.verify_phases([1, 2, 3_000_000, 4, 5]);
         let text = m.render(&Gauges {
-            backend: "scalar",
+            backend: crate::Backend::scalar(),
             params_id: "00".into(),
             threads: 2,
             slots_free: 1,

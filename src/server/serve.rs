@@ -145,7 +145,7 @@ async fn serve(args: ServeArgs, threads: usize) -> Result<(), String> {
         db = %args.db.display(),
         store = state.store.kind(),
         threads,
-        backend = crate::Backend::detect().name(),
+        kernels = %crate::Backend::detect(),
         identify = state.service.is_some(),
         login = state.login.is_some(),
         management = if state.api_keys.is_open() { "open" } else { "api key" },

@@ -38,6 +38,9 @@ fn serve_reads_env_and_refuses_a_newer_schema() {
         h["backend"], "scalar",
         "BLINDMATCH_BACKEND chooses the kernels"
     );
+    let kernels = h["kernels"].as_object().unwrap();
+    assert_eq!(kernels.len(), blindmatch::Family::ALL.len(), "{h}");
+    assert!(kernels.values().all(|k| k == "scalar"), "{h}");
     assert_eq!(h["schema_version"], blindmatch::server::SCHEMA_VERSION);
     // A second server on the same database is refused while the first runs
     // (it would replay the first one's live audit journal).

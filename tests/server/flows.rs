@@ -13,7 +13,20 @@ fn one_to_one_flow_with_exact_scores() {
 
     let health = call("GET", &format!("{u}/healthz"), None);
     assert_eq!(health.status, 200);
-    assert_eq!(health.json()["status"], "ok");
+    let h = health.json();
+    assert_eq!(h["status"], "ok");
+    // Per kernel family, a backend this machine can run (the server's
+    // calibration chose it; its test harness does not set BLINDMATCH_BACKEND).
+    let can_run: Vec<&str> = blindmatch::Backend::available()
+        .iter()
+        .map(|b| b.name())
+        .collect();
+    for family in blindmatch::Family::ALL {
+        let kind = h["kernels"][family.name()]
+            .as_str()
+            .unwrap_or_else(|| panic!("{h}"));
+        assert!(can_run.contains(&kind), "{family:?} on {kind}: {h}");
+    }
     let p = call("GET", &format!("{u}/v1/params"), None);
     assert_eq!(p.status, 200);
     let pj = p.json();

@@ -78,7 +78,10 @@ pub(crate) fn block_counters<const L: usize>(counter: u64) -> ([u32; L], [u32; L
 /// Fills `out` with blocks `counter .. counter + BUF_BLOCKS` of the stream
 /// keyed by `key`, with `backend`'s kernel. Every kernel gives the same words.
 pub(crate) fn blocks(backend: Backend, key: &[u32; 8], counter: u64, out: &mut [u32; BUF_WORDS]) {
-    dispatch!(backend, blocks(key, counter, out))
+    dispatch!(
+        backend.of(super::Family::Sampling),
+        blocks(key, counter, out)
+    )
 }
 
 #[cfg(test)]

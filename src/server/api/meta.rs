@@ -18,7 +18,7 @@ use super::{ApiResult, AppState, Limits};
 /// `GET /metrics`: Prometheus text format.
 pub(super) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
     let gauges = Gauges {
-        backend: crate::Backend::detect().name(),
+        backend: crate::Backend::detect(),
         params_id: st.params.id_hex(),
         threads: st.pool.current_num_threads(),
         slots_free: st.slots.available_permits(),
@@ -45,9 +45,12 @@ pub(super) async fn metrics(State(st): State<Arc<AppState>>) -> Response {
 /// when it was built as a serde_json map (whose keys are sorted).
 #[derive(Debug, Serialize)]
 pub struct Health {
+    /// The kernels' backend, `mixed` when the families differ.
     pub backend: &'static str,
     /// 1:N is on (`--service-key`).
     pub identify: bool,
+    /// The backend each kernel family runs on, by family.
+    pub kernels: std::collections::BTreeMap<&'static str, &'static str>,
     pub schema_version: i64,
     /// Sharded galleries (`--shards`): the shards this replica holds.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -63,6 +66,10 @@ pub(super) async fn healthz(State(st): State<Arc<AppState>>) -> ApiResult<Json<H
     Ok(Json(Health {
         backend: crate::Backend::detect().name(),
         identify: st.service.is_some(),
+        kernels: crate::Backend::detect()
+            .kernels()
+            .map(|(family, backend)| (family.name(), backend))
+            .collect(),
         schema_version: version,
         shards: st
             .service
@@ -162,6 +169,7 @@ mod tests {
         let health = Health {
             backend: "scalar",
             identify: false,
+            kernels: [("dot", "scalar"), ("transforms", "scalar")].into(),
             schema_version: 5,
             shards: None,
             status: "ok",
@@ -174,6 +182,7 @@ mod tests {
             "backend": "scalar",
             "threads": 2,
             "identify": false,
+            "kernels": {"transforms": "scalar", "dot": "scalar"},
             "store": "sqlite",
         });
         assert_eq!(serde_json::to_string(&health).unwrap(), old.to_string());

@@ -1,0 +1,165 @@
+//! The one-time calibration behind [`Backend::detect`]: each [`Family`]'s
+//! kernels timed on every backend this CPU can run, on the shapes the
+//! auth4096 preset uses (degree 4096, 29-bit primes), and the faster one
+//! kept per family. Every backend gives the same results (the kernel tests
+//! check each against scalar), so the choice changes speed only.
+//!
+//! The wider backend ([`Backend::best`]) stays unless another one is at
+//! least [`MARGIN`] faster: on a noisy machine two backends within noise of
+//! each other would otherwise trade places from one start to the next.
+
+use std::time::Instant;
+
+use super::chacha;
+use super::{Backend, Family};
+use crate::arith::Modulus;
+use crate::ntt::NttPlan;
+
+/// The degree the kernels are timed at (auth4096's).
+const N: usize = 4096;
+
+/// Timed runs of each kernel on each backend, the fastest kept; the
+/// backends take turns so that a slow moment of the machine hits all.
+const ROUNDS: usize = 15;
+
+/// Rounds after which a backend far behind stops being timed.
+const SETTLED: usize = 3;
+
+/// How much faster than the wider backend another one must be to be chosen.
+pub(crate) const MARGIN: f64 = 0.9;
+
+/// What [`Backend::detect`] measured: per family and backend, the fastest
+/// of a few runs of that family's kernels on one auth4096-sized input.
+#[derive(Clone, Debug)]
+pub struct Calibration {
+    /// The kernels chosen.
+    pub chosen: Backend,
+    /// `(family, backend name, nanoseconds)`, families in [`Family::ALL`]
+    /// order, the candidates of each in [`Backend::available`] order.
+    pub timings: Vec<(Family, &'static str, f64)>,
+    /// The whole calibration's wall-clock time, in microseconds.
+    pub micros: f64,
+}
+
+/// Times every family on every candidate (the last of which, the widest,
+/// is the default) and chooses per family.
+pub(crate) fn calibrate(candidates: &[Backend]) -> Calibration {
+    let start = Instant::now();
+    let mut work = Work::new();
+    let default = *candidates.last().expect("at least one candidate");
+    let mut chosen = default;
+    let mut timings = Vec::new();
+    for family in Family::ALL {
+        let mut best = vec![f64::INFINITY; candidates.len()];
+        for round in 0..=ROUNDS {
+            // Each round starts with another backend, so that none is always
+            // timed right after the same one.
+            for j in 0..candidates.len() {
+                let i = (round + j) % candidates.len();
+                let fastest = best.iter().copied().fold(f64::INFINITY, f64::min);
+                // A backend at more than twice the fastest after a few rounds
+                // is out of the race (scalar, on a SIMD CPU).
+                if round > SETTLED && best[i] > 2.0 * fastest {
+                    continue;
+                }
+                let t = Instant::now();
+                work.run(family, candidates[i]);
+                let ns = t.elapsed().as_nanos() as f64;
+                // Round 0 warms the caches and the kernels' pages.
+                if round > 0 {
+                    best[i] = best[i].min(ns);
+                }
+            }
+        }
+        let d = candidates.len() - 1;
+        let mut pick = d;
+        for i in 0..candidates.len() {
+            if best[i] < best[pick] && best[i] < MARGIN * best[d] {
+                pick = i;
+            }
+        }
+        chosen = chosen.with_family(family, candidates[pick]);
+        for (i, b) in candidates.iter().enumerate() {
+            timings.push((family, b.of(family).name(), best[i]));
+        }
+    }
+    Calibration {
+        chosen,
+        timings,
+        micros: start.elapsed().as_secs_f64() * 1e6,
+    }
+}
+
+/// The inputs and outputs the timed kernels work on, made once.
+struct Work {
+    plan: NttPlan,
+    m: Modulus,
+    rows: [Vec<u32>; 4],
+    out: Vec<u32>,
+    acc: Vec<u32>,
+    words: Vec<u32>,
+    small: Vec<i8>,
+    stream: [u32; chacha::BUF_WORDS],
+}
+
+impl Work {
+    fn new() -> Self {
+        let q = crate::arith::ntt_primes(29, N, 1).expect("a 29-bit NTT prime")[0];
+        let plan = NttPlan::with_backend(N, q as u64, Backend::scalar()).expect("an NTT prime");
+        let m = Modulus::new(q as u64).expect("a prime below 2^30");
+        // A fixed, cheap fill: the kernels' time does not depend on values.
+        let row = |k: u32| -> Vec<u32> {
+            (0..N as u32)
+                .map(|i| i.wrapping_mul(0x9e37_79b9).wrapping_add(k) % q)
+                .collect()
+        };
+        Work {
+            plan,
+            m,
+            rows: [row(1), row(2), row(3), row(4)],
+            out: vec![0; N],
+            acc: vec![0; N],
+            words: (0..N as u32).map(|i| i.wrapping_mul(0x85eb_ca6b)).collect(),
+            small: vec![0; 3 * N / 4],
+            stream: [0; chacha::BUF_WORDS],
+        }
+    }
+
+    /// One run of `family`'s kernels on `b`, in the proportions a
+    /// multiplication uses them.
+    fn run(&mut self, family: Family, b: Backend) {
+        let t = self.plan.tables();
+        let m = &self.m;
+        let [r0, r1, r2, r3] = &self.rows;
+        match family {
+            Family::Transforms => {
+                self.out.copy_from_slice(r0);
+                b.forward(t, &mut self.out);
+                b.inverse(t, &mut self.out, &t.inv_unscaled());
+            }
+            Family::Products => {
+                b.mul(m, r0, r1, &mut self.out);
+                b.mul_acc_mont(m, r2, r3, &mut self.out);
+                b.mul_mont(m, r1, r2, &mut self.acc);
+            }
+            Family::Lincomb => {
+                let w: Vec<_> = [3, 5, 7, 11].iter().map(|&w| m.shoup(w)).collect();
+                b.lincomb(m, &[r0, r1, r2, r3], &w, &mut self.out);
+            }
+            Family::Dot => {
+                std::hint::black_box(b.dot2(m, r0, r1, r2, r3));
+            }
+            Family::Rounding => {
+                let c = [0.25, 0.5, 0.125, 0.0625];
+                b.round_weighted_sum(&[r0, r1, r2, r3], &c, &mut self.out);
+                b.floor_frac_sum(&[r0, r1, r2, r3], &c, &mut self.acc);
+            }
+            Family::Sampling => {
+                chacha::blocks(b, &[7; 8], 0, &mut self.stream);
+                b.take_below(&self.words, 2, m.value(), &mut self.out);
+                b.cbd(&self.words, &mut self.small);
+            }
+        }
+        std::hint::black_box(&self.out);
+    }
+}
