@@ -186,6 +186,13 @@ fn avx512_detected() -> bool {
 #[cfg(bm_avx)]
 pub(crate) const MONT_TERMS: usize = 6;
 
+/// Products a vector [`Backend::mul_sum`] sums in 64-bit lanes before one
+/// Montgomery reduction. For inputs below `q < 2^30`, `k <= 4` products sum
+/// to `s < 4q^2`, so `s + m·q < 4q^2 + 2^32·q < 2^64`, and the reduced
+/// `(s + m·q) / 2^32 < q·(4q/2^32 + 1)` is below `2q`.
+#[cfg(bm_avx)]
+pub(crate) const SUM_TERMS: usize = 4;
+
 /// How far ahead, in words (4 KiB), the x86_64 kernels that stream through
 /// a whole gallery prefetch it: [`Backend::dot2`] (the key holder's 1:N
 /// scores) and [`Backend::mul_streaming`] (score ciphertexts). A hint, never
@@ -460,6 +467,42 @@ impl Backend {
     /// If the three lengths differ.
     pub fn mul_sub_mont(self, m: &Modulus, a: &[u32], b: &[u32], acc: &mut [u32]) {
         self.products(Product::MulSubMont, m, a, b, acc);
+    }
+
+    /// `out[i] = Σ_k a[k][i] · b[k][i] mod q` for inputs in `[0, q)`: sums
+    /// of products reduced once per few terms, where [`Backend::mul`] and
+    /// [`Backend::mul_acc`] would reduce each product and pass over `out`
+    /// once per term (the middle term of a tensor product).
+    ///
+    /// # Panics
+    /// If the counts differ or a slice is shorter than `out`.
+    pub fn mul_sum(self, m: &Modulus, a: &[&[u32]], b: &[&[u32]], out: &mut [u32]) {
+        self.sums::<false>(m, a, b, out);
+    }
+
+    /// `out[i] = Σ_k a[k][i] · b[k][i] · 2^-32 mod q`: [`Backend::mul_sum`]
+    /// of Montgomery products (key switching's digits times key parts).
+    ///
+    /// # Panics
+    /// If the counts differ or a slice is shorter than `out`.
+    pub fn mul_sum_mont(self, m: &Modulus, a: &[&[u32]], b: &[&[u32]], out: &mut [u32]) {
+        self.sums::<true>(m, a, b, out);
+    }
+
+    fn sums<const MONT: bool>(self, m: &Modulus, a: &[&[u32]], b: &[&[u32]], out: &mut [u32]) {
+        let n = out.len();
+        assert!(
+            a.len() == b.len() && a.iter().chain(b).all(|x| x.len() >= n),
+            "Backend::mul_sum: length mismatch"
+        );
+        // Elsewhere, the backend's own products, one pass per term.
+        dispatch!(self.of(Family::Products), mul_sum::<MONT>(m, a, b, out), [avx2, avx512], else {
+            let op = if MONT { Product::MulAccMont } else { Product::MulAcc };
+            out.fill(0);
+            for (x, y) in a.iter().zip(b) {
+                self.products(op, m, &x[..n], &y[..n], out);
+            }
+        })
     }
 
     /// The pointwise product kernels, one per [`Product`]: the kernels take
@@ -805,6 +848,8 @@ mod tests {
         /// Plain, Montgomery, streamed and accumulated products match scalar,
         /// and scalar matches `%`.
         fn products_match_scalar_on_every_backend() => check_products;
+        /// Sums of products, plain and Montgomery, are exact.
+        fn mul_sum_is_exact_on_every_backend() => check_mul_sum;
         /// Linear combinations of unreduced words are exact.
         fn lincomb_is_exact_on_every_backend() => check_lincomb;
         /// Two dot products reduced once are exact.

@@ -98,6 +98,15 @@ pub(crate) fn mul_acc<const MONT: bool, const SUB: bool>(
     }
 }
 
+/// `out = Σ_k a[k] · b[k] mod q` (with `MONT`, see [`product`]), for
+/// inputs in `[0, q)`: the products summed one at a time.
+pub(crate) fn mul_sum<const MONT: bool>(m: &Modulus, a: &[&[u32]], b: &[&[u32]], out: &mut [u32]) {
+    out.fill(0);
+    for (x, y) in a.iter().zip(b) {
+        mul_acc::<MONT, false>(m, &x[..out.len()], &y[..out.len()], out);
+    }
+}
+
 /// The inputs' tails from `from` on: what a vector kernel leaves to the
 /// scalar one after its last whole register.
 #[cfg_attr(not(any(bm_avx, bm_simd128)), allow(dead_code))]

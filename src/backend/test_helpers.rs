@@ -262,6 +262,58 @@ pub(crate) fn check_products() {
     }
 }
 
+/// Sums of 0 to 9 products (across the vector kernels' groups of four), plain
+/// and Montgomery, on every backend against exact sums, for the awkward
+/// residues and for residues near q in every term.
+pub(crate) fn check_mul_sum() {
+    let mut rng = Rng::new(6);
+    for &len in LENGTHS {
+        for q in primes(1024) {
+            let m = Modulus::new(q as u64).unwrap();
+            let r_inv = m.inv(m.r()) as u128;
+            let mut ins = residues(len, q, &mut rng);
+            // Residues near q (the largest sums), each lane its own.
+            ins.push((0..len).map(|_| q - 1 - rng.below(q / 64)).collect());
+            let top = ins.len() - 1;
+            // Mixed inputs, and every input near q.
+            for (terms, mixed) in [0, 1, 2, 3, 4, 5, 8, 9]
+                .into_iter()
+                .flat_map(|t| [(t, true), (t, false)])
+            {
+                let pick = |k: usize| if mixed { k % ins.len() } else { top };
+                let a: Vec<&[u32]> = (0..terms).map(|k| ins[pick(k)].as_slice()).collect();
+                let b: Vec<&[u32]> = (0..terms)
+                    .map(|k| ins[if mixed { (k * 5 + 2) % ins.len() } else { top }].as_slice())
+                    .collect();
+                let exact: Vec<u128> = (0..len)
+                    .map(|x| {
+                        a.iter()
+                            .zip(&b)
+                            .map(|(u, v)| u[x] as u128 * v[x] as u128)
+                            .sum::<u128>()
+                            % q as u128
+                    })
+                    .collect();
+                let want: Vec<u32> = exact.iter().map(|&e| e as u32).collect();
+                let want_mont: Vec<u32> = exact
+                    .iter()
+                    .map(|&e| (e * r_inv % q as u128) as u32)
+                    .collect();
+                for bk in std::iter::once(Backend::scalar()).chain(backends()) {
+                    let mut got = vec![7; len];
+                    bk.mul_sum(&m, &a, &b, &mut got);
+                    assert_eq!(got, want, "mul_sum len={len} q={q} terms={terms} {bk:?}");
+                    bk.mul_sum_mont(&m, &a, &b, &mut got);
+                    assert_eq!(
+                        got, want_mont,
+                        "mul_sum_mont len={len} q={q} terms={terms} {bk:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// Linear combinations of unreduced words with Shoup weights (residues,
 /// q - 1, and q - 1 in Montgomery form), for 1 to 13 terms, against exact
 /// sums.

@@ -145,18 +145,21 @@ impl KswKey {
         let plans = level_plans(params, c.limbs());
         let n = params.degree();
         let len = plans.len() * n;
-        with_arena(2 * len + 3 * n, |arena| {
+        // The digits of one prime, then `f`'s scratch.
+        let rest = c.limbs().max(2) * n;
+        with_arena(2 * len + rest, |arena| {
             let (acc0, rest) = arena.split_at_mut(len);
-            let (acc1, rest) = rest.split_at_mut(len);
-            let (digit, scratch) = rest.split_at_mut(n);
-            self.accumulate(params, c, c_ntt, &plans, acc0, acc1, digit);
+            let (acc1, scratch) = rest.split_at_mut(len);
+            self.accumulate(params, c, c_ntt, &plans, acc0, acc1, scratch);
             f(&plans, acc0, acc1, scratch)
         })
     }
 
     /// `acc_m = Σ_i NTT([c]_{q_i}) · k_m,i` over the level of `c` and P
-    /// (`plans`), for `m = 0, 1`; `c_ntt` as in [`Self::apply`]. `digit` is
-    /// `n` words of scratch.
+    /// (`plans`), for `m = 0, 1`; `c_ntt` as in [`Self::apply`]. `digits`
+    /// holds at least `l·n` words of scratch for `c`'s `l` limbs: per prime,
+    /// every digit is transformed first and the sums of products are then
+    /// reduced once per output.
     #[allow(clippy::too_many_arguments)]
     fn accumulate(
         &self,
@@ -166,42 +169,38 @@ impl KswKey {
         plans: &[&NttPlan],
         acc0: &mut [u32],
         acc1: &mut [u32],
-        digit: &mut [u32],
+        digits: &mut [u32],
     ) {
         let top = params.limbs();
         let l = c.limbs();
         debug_assert!(l <= top && plans.len() == l + 1);
         let key_limb = |j: usize| if j == l { top } else { j };
         let n = params.degree();
-        for i in 0..l {
-            let src = c.limb(i);
-            for (j, plan) in plans.iter().enumerate() {
-                let (m, bk) = (plan.modulus(), plan.backend());
-                // The digit (residues below q_i) mod this prime, times 2^32:
-                // its transform is then in Montgomery form (the transform
-                // is linear), and each product with a key part is one
-                // Montgomery multiplication. The factor costs one Shoup
-                // product per residue, on the pass that reduces the digit.
-                let to_mont = [m.shoup(m.r())];
+        for (j, plan) in plans.iter().enumerate() {
+            let (m, bk) = (plan.modulus(), plan.backend());
+            // Each digit (residues below q_i) mod this prime, times 2^32:
+            // its transform is then in Montgomery form (the transform is
+            // linear), and each product with a key part is one Montgomery
+            // multiplication. The factor costs one Shoup product per
+            // residue, on the pass that reduces the digit.
+            let to_mont = [m.shoup(m.r())];
+            for (i, digit) in digits.chunks_mut(n).take(l).enumerate() {
                 match c_ntt {
                     // In its own prime the digit is c itself.
                     Some(c_ntt) if j == i => bk.lincomb(m, &[c_ntt.limb(i)], &to_mont, digit),
                     _ => {
-                        bk.lincomb(m, &[src], &to_mont, digit);
+                        bk.lincomb(m, &[c.limb(i)], &to_mont, digit);
                         plan.forward(digit);
                     }
                 }
-                let r = j * n..(j + 1) * n;
-                let kj = key_limb(j);
-                let (k0, k1) = (self.k0[i].limb(kj), self.k1[i].limb(kj));
-                if i == 0 {
-                    bk.mul_mont(m, k0, digit, &mut acc0[r.clone()]);
-                    bk.mul_mont(m, k1, digit, &mut acc1[r]);
-                } else {
-                    bk.mul_acc_mont(m, k0, digit, &mut acc0[r.clone()]);
-                    bk.mul_acc_mont(m, k1, digit, &mut acc1[r]);
-                }
             }
+            let r = j * n..(j + 1) * n;
+            let kj = key_limb(j);
+            let ds: Vec<&[u32]> = digits.chunks(n).take(l).collect();
+            let k0: Vec<&[u32]> = self.k0[..l].iter().map(|k| k.limb(kj)).collect();
+            let k1: Vec<&[u32]> = self.k1[..l].iter().map(|k| k.limb(kj)).collect();
+            bk.mul_sum_mont(m, &k0, &ds, &mut acc0[r.clone()]);
+            bk.mul_sum_mont(m, &k1, &ds, &mut acc1[r]);
         }
     }
 }

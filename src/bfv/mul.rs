@@ -416,8 +416,9 @@ fn tensor(plans: &[NttPlan], n: usize, x: [&[u32]; 2], y: [&[u32]; 2], out: &mut
             &y[1][r.clone()],
         );
         plan.multiply_pointwise(x0, y0, &mut d0[r.clone()]);
-        plan.multiply_pointwise(x0, y1, &mut d1[r.clone()]);
-        plan.multiply_accumulate(x1, y0, &mut d1[r.clone()]);
+        // The middle term reduced once.
+        let bk = plan.backend();
+        bk.mul_sum(plan.modulus(), &[x0, x1], &[y1, y0], &mut d1[r.clone()]);
         plan.multiply_pointwise(x1, y1, &mut d2[r]);
     }
 }

@@ -4,7 +4,7 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::backend::{scalar, MONT_TERMS, STREAM_PREFETCH};
+use crate::backend::{scalar, MONT_TERMS, STREAM_PREFETCH, SUM_TERMS};
 
 use super::lanes::*;
 
@@ -192,6 +192,76 @@ pub(crate) unsafe fn mul_acc<const MONT: bool, const SUB: bool>(
         }
     }
     scalar::mul_acc::<MONT, SUB>(m, at, bt, ct);
+}
+
+/// `out = Σ_k a[k] · b[k] mod q` (with `MONT`, times `2^-32`) for inputs in
+/// `[0, q)`, bit-identical to [`scalar::mul_sum`], eight coefficients at
+/// a time: [`SUM_TERMS`] products summed in 64-bit lanes and reduced once.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn mul_sum<const MONT: bool>(
+    m: &Modulus,
+    a: &[&[u32]],
+    b: &[&[u32]],
+    out: &mut [u32],
+) {
+    let n = out.len();
+    assert!(a.len() == b.len() && a.iter().chain(b).all(|x| x.len() >= n));
+    let whole = n / 8 * 8;
+    // SAFETY (whole block): AVX2 is enabled here. Every input holds at
+    // least `n` values (asserted above) and `x + 8 <= whole <= n`, so each
+    // unaligned load and store stays inside its slice.
+    unsafe {
+        let k = ProductConsts::new(m);
+        let mut x = 0;
+        while x < whole {
+            let mut acc = _mm256_setzero_si256();
+            for (ac, bc) in a.chunks(SUM_TERMS).zip(b.chunks(SUM_TERMS)) {
+                // 64-bit sums: even lanes in `even`, odd lanes in `odd`.
+                let (mut even, mut odd) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+                for (u, v) in ac.iter().zip(bc) {
+                    let u = _mm256_loadu_si256(u.as_ptr().add(x).cast());
+                    let v = _mm256_loadu_si256(v.as_ptr().add(x).cast());
+                    even = _mm256_add_epi64(even, _mm256_mul_epu32(u, v));
+                    odd = _mm256_add_epi64(
+                        odd,
+                        _mm256_mul_epu32(_mm256_srli_epi64::<32>(u), _mm256_srli_epi64::<32>(v)),
+                    );
+                }
+                // (s + m·q) / 2^32 with m = s·(−q^-1) mod 2^32, in [0, 2q).
+                let te = _mm256_add_epi64(
+                    even,
+                    _mm256_mul_epu32(_mm256_mul_epu32(even, k.q_neg_inv), k.q),
+                );
+                let to = _mm256_add_epi64(
+                    odd,
+                    _mm256_mul_epu32(_mm256_mul_epu32(odd, k.q_neg_inv), k.q),
+                );
+                let r = csub(
+                    _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<32>(te), to),
+                    k.q,
+                );
+                acc = csub(_mm256_add_epi32(acc, r), k.q);
+            }
+            let v = if MONT {
+                acc
+            } else {
+                csub(mul_shoup_lazy(acc, k.r, k.q), k.q)
+            };
+            _mm256_storeu_si256(out.as_mut_ptr().add(x).cast(), v);
+            x += 8;
+        }
+    }
+    if whole < n {
+        scalar::mul_sum::<MONT>(
+            m,
+            &scalar::tails(a, whole),
+            &scalar::tails(b, whole),
+            &mut out[whole..],
+        );
+    }
 }
 
 /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, in `[0, q)` (the exact

@@ -4,7 +4,7 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::backend::{scalar, MONT_TERMS, STREAM_PREFETCH};
+use crate::backend::{scalar, MONT_TERMS, STREAM_PREFETCH, SUM_TERMS};
 
 use super::lanes::*;
 use super::*;
@@ -197,6 +197,73 @@ pub(crate) unsafe fn mul_acc<const MONT: bool, const SUB: bool>(
         }
     }
     scalar::mul_acc::<MONT, SUB>(m, at, bt, ct);
+}
+
+/// `out = Σ_k a[k] · b[k] mod q` (with `MONT`, times `2^-32`) for inputs in
+/// `[0, q)`, bit-identical to [`scalar::mul_sum`], sixteen coefficients at
+/// a time: [`SUM_TERMS`] products summed in 64-bit lanes and reduced once.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn mul_sum<const MONT: bool>(
+    m: &Modulus,
+    a: &[&[u32]],
+    b: &[&[u32]],
+    out: &mut [u32],
+) {
+    let n = out.len();
+    assert!(a.len() == b.len() && a.iter().chain(b).all(|x| x.len() >= n));
+    let whole = n / W * W;
+    // SAFETY (whole block): AVX-512F is enabled here. Every input holds at
+    // least `n` values (asserted above) and `x + W <= whole <= n`, so each
+    // unaligned load and store stays inside its slice.
+    unsafe {
+        let k = ProductConsts::new(m);
+        let mut x = 0;
+        while x < whole {
+            let mut acc = _mm512_setzero_si512();
+            for (ac, bc) in a.chunks(SUM_TERMS).zip(b.chunks(SUM_TERMS)) {
+                // 64-bit sums: even lanes in `even`, odd lanes in `odd`.
+                let (mut even, mut odd) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+                for (u, v) in ac.iter().zip(bc) {
+                    let u = _mm512_loadu_si512(u.as_ptr().add(x).cast());
+                    let v = _mm512_loadu_si512(v.as_ptr().add(x).cast());
+                    even = _mm512_add_epi64(even, _mm512_mul_epu32(u, v));
+                    odd = _mm512_add_epi64(
+                        odd,
+                        _mm512_mul_epu32(_mm512_srli_epi64::<32>(u), _mm512_srli_epi64::<32>(v)),
+                    );
+                }
+                // (s + m·q) / 2^32 with m = s·(−q^-1) mod 2^32, in [0, 2q).
+                let te = _mm512_add_epi64(
+                    even,
+                    _mm512_mul_epu32(_mm512_mul_epu32(even, k.q_neg_inv), k.q),
+                );
+                let to = _mm512_add_epi64(
+                    odd,
+                    _mm512_mul_epu32(_mm512_mul_epu32(odd, k.q_neg_inv), k.q),
+                );
+                let r = csub(merge_high(te, to), k.q);
+                acc = csub(_mm512_add_epi32(acc, r), k.q);
+            }
+            let v = if MONT {
+                acc
+            } else {
+                csub(mul_shoup_lazy(acc, k.r, k.q), k.q)
+            };
+            _mm512_storeu_si512(out.as_mut_ptr().add(x).cast(), v);
+            x += W;
+        }
+    }
+    if whole < n {
+        scalar::mul_sum::<MONT>(
+            m,
+            &scalar::tails(a, whole),
+            &scalar::tails(b, whole),
+            &mut out[whole..],
+        );
+    }
 }
 
 /// `out[x] = Σ_k inputs[k][x] · weights[k] mod q`, in `[0, q)` (the exact
