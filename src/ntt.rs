@@ -26,14 +26,7 @@ use crate::error::ArithError;
 
 pub(crate) mod count;
 
-/// Reverses the low `bits` bits of `x`.
-pub fn bit_reverse(x: usize, bits: u32) -> usize {
-    if bits == 0 {
-        0
-    } else {
-        x.reverse_bits() >> (usize::BITS - bits)
-    }
-}
+pub use crate::arith::bit_reverse;
 
 /// A negacyclic NTT for one ring degree `n` and one prime `q`.
 pub struct NttPlan {
@@ -64,20 +57,7 @@ impl NttPlan {
         check_ntt_prime(n, q)?;
         let modulus = Modulus::new(q)?;
         let psi = primitive_root(n, q)?;
-        let psi_inv = modulus.inv(psi);
-        let log_n = n.trailing_zeros();
-        let mut fwd = vec![0u32; n];
-        let mut inv = vec![0u32; n];
-        // Powers psi^i and psi^-i in natural order, then scattered to brv(i).
-        let (mut p, mut pi) = (1u32, 1u32);
-        for i in 0..n {
-            let k = bit_reverse(i, log_n);
-            fwd[k] = p;
-            inv[k] = pi;
-            p = modulus.mul(p, psi);
-            pi = modulus.mul(pi, psi_inv);
-        }
-        let tables = NttTables::new(modulus, fwd, inv);
+        let tables = NttTables::for_root(modulus, n, psi);
         Ok(Self {
             tables,
             psi,
@@ -98,11 +78,6 @@ impl NttPlan {
     /// The primitive `2n`-th root of unity the transform evaluates at.
     pub fn psi(&self) -> u32 {
         self.psi
-    }
-
-    /// The twiddle tables, for the backend's kernels.
-    pub(crate) fn tables(&self) -> &NttTables {
-        &self.tables
     }
 
     /// The backend this plan runs on.

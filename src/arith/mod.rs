@@ -13,4 +13,4 @@ pub mod primes;
 
 pub(crate) use modulus::csub;
 pub use modulus::{Modulus, ShoupConstant};
-pub use primes::{is_prime, ntt_primes, primitive_root};
+pub use primes::{bit_reverse, is_prime, ntt_primes, primitive_root};

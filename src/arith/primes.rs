@@ -150,6 +150,15 @@ pub fn primitive_root(n: usize, q: u64) -> Result<u32, ArithError> {
     Ok(best as u32)
 }
 
+/// Reverses the low `bits` bits of `x`.
+pub fn bit_reverse(x: usize, bits: u32) -> usize {
+    if bits == 0 {
+        0
+    } else {
+        x.reverse_bits() >> (usize::BITS - bits)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,9 +11,9 @@
 use std::time::Instant;
 
 use super::chacha;
+use super::tables::NttTables;
 use super::{Backend, Family};
-use crate::arith::Modulus;
-use crate::ntt::NttPlan;
+use crate::arith::{ntt_primes, primitive_root, Modulus};
 
 /// The degree the kernels are timed at (auth4096's).
 const N: usize = 4096;
@@ -92,7 +92,7 @@ pub(crate) fn calibrate(candidates: &[Backend]) -> Calibration {
 
 /// The inputs and outputs the timed kernels work on, made once.
 struct Work {
-    plan: NttPlan,
+    tables: NttTables,
     m: Modulus,
     rows: [Vec<u32>; 4],
     out: Vec<u32>,
@@ -104,9 +104,9 @@ struct Work {
 
 impl Work {
     fn new() -> Self {
-        let q = crate::arith::ntt_primes(29, N, 1).expect("a 29-bit NTT prime")[0];
-        let plan = NttPlan::with_backend(N, q as u64, Backend::scalar()).expect("an NTT prime");
+        let q = ntt_primes(29, N, 1).expect("a 29-bit NTT prime")[0];
         let m = Modulus::new(q as u64).expect("a prime below 2^30");
+        let psi = primitive_root(N, q as u64).expect("an NTT prime");
         // A fixed, cheap fill: the kernels' time does not depend on values.
         let row = |k: u32| -> Vec<u32> {
             (0..N as u32)
@@ -114,7 +114,7 @@ impl Work {
                 .collect()
         };
         Work {
-            plan,
+            tables: NttTables::for_root(m, N, psi),
             m,
             rows: [row(1), row(2), row(3), row(4)],
             out: vec![0; N],
@@ -128,7 +128,7 @@ impl Work {
     /// One run of `family`'s kernels on `b`, in the proportions a
     /// multiplication uses them.
     fn run(&mut self, family: Family, b: Backend) {
-        let t = self.plan.tables();
+        let t = &self.tables;
         let m = &self.m;
         let [r0, r1, r2, r3] = &self.rows;
         match family {

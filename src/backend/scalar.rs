@@ -99,7 +99,9 @@ pub(crate) fn mul_acc<const MONT: bool, const SUB: bool>(
 }
 
 /// `out = Σ_k a[k] · b[k] mod q` (with `MONT`, see [`product`]), for
-/// inputs in `[0, q)`: the products summed one at a time.
+/// inputs in `[0, q)`: the products summed one at a time (the AVX
+/// kernels' tails).
+#[cfg_attr(not(bm_avx), allow(dead_code))]
 pub(crate) fn mul_sum<const MONT: bool>(m: &Modulus, a: &[&[u32]], b: &[&[u32]], out: &mut [u32]) {
     out.fill(0);
     for (x, y) in a.iter().zip(b) {

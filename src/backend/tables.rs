@@ -1,7 +1,7 @@
 //! The twiddle tables every transform kernel reads: plain data, built once
 //! per `(n, q)` by the NTT plan that owns them.
 
-use crate::arith::{Modulus, ShoupConstant};
+use crate::arith::{bit_reverse, Modulus, ShoupConstant};
 
 /// Precomputed twiddles for one `(n, q)`, in the layout the kernels read.
 ///
@@ -34,6 +34,25 @@ pub(crate) struct InvScale {
 }
 
 impl NttTables {
+    /// The tables of degree `n` for `psi`, a primitive `2n`-th root of
+    /// unity mod the modulus: powers `psi^i` and `psi^-i` in natural order,
+    /// scattered to `brv(i)`.
+    pub(crate) fn for_root(modulus: Modulus, n: usize, psi: u32) -> Self {
+        let psi_inv = modulus.inv(psi);
+        let log_n = n.trailing_zeros();
+        let mut fwd = vec![0u32; n];
+        let mut inv = vec![0u32; n];
+        let (mut p, mut pi) = (1u32, 1u32);
+        for i in 0..n {
+            let k = bit_reverse(i, log_n);
+            fwd[k] = p;
+            inv[k] = pi;
+            p = modulus.mul(p, psi);
+            pi = modulus.mul(pi, psi_inv);
+        }
+        Self::new(modulus, fwd, inv)
+    }
+
     /// The tables for the twiddles `fwd` (`psi^brv(k)` at index `k`) and
     /// `inv` (`psi^-brv(k)`), of equal length `n`: their Shoup companions,
     /// the last layer's constants and every compiled backend's own layouts.
