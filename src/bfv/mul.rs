@@ -298,11 +298,13 @@ impl MulConsts {
             let (b0b, b1b) = rest.split_at(lb);
             tensor(plans_q, n, [a[0], a[1]], [b[0], b[1]], tq);
             tensor(&self.plans_b, n, [a0b, a1b], [b0b, b1b], tb);
+            // The tensor's Montgomery factor 2^-32 is undone by the inverse
+            // transforms' last layer, at no cost.
             for (limb, plan) in tq.chunks_mut(n).zip(plans_q.iter().cycle()) {
-                plan.inverse(limb);
+                plan.inverse_scaled(limb, plan.modulus().r());
             }
             for (limb, plan) in tb.chunks_mut(n).zip(self.plans_b.iter().cycle()) {
-                plan.inverse(limb);
+                plan.inverse_scaled(limb, plan.modulus().r());
             }
             for ((o, dq), db) in out.into_iter().zip(tq.chunks(lq)).zip(tb.chunks(lb)) {
                 self.scale_round_to_q_in(dq, db, o, n, scratch);
@@ -401,8 +403,10 @@ impl MulConsts {
     }
 }
 
-/// `(x0·y0, x0·y1 + x1·y0, x1·y1)` pointwise, into `out` (three polynomials
-/// over `plans`, limb-major).
+/// `(x0·y0, x0·y1 + x1·y0, x1·y1) · 2^-32` pointwise, into `out` (three
+/// polynomials over `plans`, limb-major): Montgomery products, which save
+/// the product by `2^32` that leaving the Montgomery domain costs per
+/// residue; the caller folds `2^32` into its inverse transforms.
 fn tensor(plans: &[NttPlan], n: usize, x: [&[u32]; 2], y: [&[u32]; 2], out: &mut [u32]) {
     let len = plans.len() * n;
     let (d0, rest) = out.split_at_mut(len);
@@ -415,11 +419,11 @@ fn tensor(plans: &[NttPlan], n: usize, x: [&[u32]; 2], y: [&[u32]; 2], out: &mut
             &y[0][r.clone()],
             &y[1][r.clone()],
         );
-        plan.multiply_pointwise(x0, y0, &mut d0[r.clone()]);
+        let (m, bk) = (plan.modulus(), plan.backend());
+        bk.mul_mont(m, x0, y0, &mut d0[r.clone()]);
         // The middle term reduced once.
-        let bk = plan.backend();
-        bk.mul_sum(plan.modulus(), &[x0, x1], &[y1, y0], &mut d1[r.clone()]);
-        plan.multiply_pointwise(x1, y1, &mut d2[r]);
+        bk.mul_sum_mont(m, &[x0, x1], &[y1, y0], &mut d1[r.clone()]);
+        bk.mul_mont(m, x1, y1, &mut d2[r]);
     }
 }
 
