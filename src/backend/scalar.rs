@@ -136,6 +136,18 @@ pub(crate) fn lincomb(m: &Modulus, inputs: &[&[u32]], weights: &[ShoupConstant],
 /// stack buffer of this many lanes.
 const F64_CHUNK: usize = 64;
 
+/// Whether a vector `dot2` kernel may sum all its products in one 64-bit
+/// accumulator per lane: each of the `vectors` iterations adds four
+/// products below `(q−1)²` to a lane, so `4·vectors·(q−1)² < 2^64` (for the
+/// auth4096 primes, below 2^29, blocks of up to 128 words on AVX2 and 256
+/// on AVX-512). Longer sums keep their low and high halves apart.
+#[cfg(bm_avx)]
+#[inline(always)]
+pub(crate) fn fits_one_sum(m: &Modulus, vectors: usize) -> bool {
+    let q1 = m.value() as u128 - 1;
+    4 * vectors as u128 * q1 * q1 <= u64::MAX as u128
+}
+
 /// `lo + hi·2^32 mod q`: the vector `dot2` kernels' low and high halves,
 /// summed apart, put back together.
 #[cfg(bm_avx)]

@@ -105,7 +105,7 @@ pub(crate) fn primes(n: usize) -> Vec<u32> {
 
 /// Lengths around every vector width, for the coefficient-wise kernels.
 const LENGTHS: &[usize] = &[
-    0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 1000, 4096,
+    0, 1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 128, 256, 1000, 4096,
 ];
 
 /// Residues below `q` that stress the lazy ranges: zeros, ones, q - 1

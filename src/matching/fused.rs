@@ -17,9 +17,18 @@
 //! many as `multiply_plain`) and an `n/d × n/d` combination
 //! `a_{d·m+r} = Σ_b n⁻¹·u_b^(−m)·S_b`. The residues are those the inverse
 //! transform would give, exactly, so the rounded scores are the same as
-//! decrypting the product; no product and no inverse transform is made, and
-//! nothing is written per gallery ciphertext.
+//! decrypting the product; no product and no inverse transform of degree
+//! `n` is made, and nothing is written per gallery ciphertext.
+//!
+//! The combination is itself a negacyclic inverse transform of degree
+//! `B = n/d`: in the transform's order block `b` holds the roots with
+//! `u_b = ω^(2·brv(b)+1)` for `ω = ψ^d`, a primitive `2B`-th root, which is
+//! the order [`crate::ntt::NttPlan`] gives its evaluations in. So it costs
+//! `B/2·log2(B)` butterflies (80 for `B = 32`) instead of `B²` products
+//! (1 024); the tables check that order and keep the `B × B` matrix where
+//! it does not hold.
 
+use crate::arith::{bit_reverse, Modulus, ShoupConstant};
 use crate::bfv::{Ciphertext, Params, PlaintextNtt, SecretKey};
 
 /// Per prime: the weights and the final combination.
@@ -27,10 +36,107 @@ use crate::bfv::{Ciphertext, Params, PlaintextNtt, SecretKey};
 struct LimbTables {
     /// `w_k = v_k^(−r)`.
     w: Vec<u32>,
-    /// `n⁻¹·u_b^(−m)`, row `m`, column `b` (`n/d × n/d`).
-    combine: Vec<u32>,
-    /// Products summed in 64 bits before one reduction: `(q−1)²·terms < 2^64`.
-    terms: usize,
+    /// How the block sums become the score residues.
+    combine: Combine,
+}
+
+/// `a_{d·m+r} = Σ_b n⁻¹·u_b^(−m)·S_b` for every row `m`.
+#[derive(Clone, Debug)]
+enum Combine {
+    /// A negacyclic inverse transform of degree `B` (see the module's
+    /// notes): Gentleman–Sande butterflies with `ω^(−brv(k))` at index `k`
+    /// (the stage with `h` groups reads `h..2h`), then the product by `n⁻¹`.
+    Transform {
+        twiddles: Vec<ShoupConstant>,
+        n_inv: ShoupConstant,
+    },
+    /// `n⁻¹·u_b^(−m)`, row `m`, column `b` (`B × B`), with the products
+    /// summed in 64 bits before one reduction: `(q−1)²·terms < 2^64`.
+    Matrix { rows: Vec<u32>, terms: usize },
+}
+
+impl Combine {
+    /// The combination for the classes `u` (block order) over `m`: the
+    /// transform where `u_b = u_0^(2·brv(b)+1)`, the matrix elsewhere.
+    fn new(m: &Modulus, u: &[u32], n: usize) -> Self {
+        let blocks = u.len();
+        let bits = blocks.trailing_zeros();
+        let omega = u[0];
+        let n_inv = m.inv(m.reduce_u32(n as u32));
+        let in_order = blocks.is_power_of_two()
+            && (0..blocks).all(|b| u[b] == m.pow(omega, 2 * bit_reverse(b, bits) as u64 + 1));
+        if in_order {
+            let omega_inv = m.inv(omega);
+            let twiddles = (0..blocks)
+                .map(|k| m.shoup(m.pow(omega_inv, bit_reverse(k, bits) as u64)))
+                .collect();
+            return Combine::Transform {
+                twiddles,
+                n_inv: m.shoup(n_inv),
+            };
+        }
+        Self::matrix(m, u, n)
+    }
+
+    /// The `B × B` matrix, for any classes.
+    fn matrix(m: &Modulus, u: &[u32], n: usize) -> Self {
+        let blocks = u.len();
+        let n_inv = m.inv(m.reduce_u32(n as u32));
+        let mut rows = vec![0u32; blocks * blocks];
+        for (b, &ub) in u.iter().enumerate() {
+            let u_inv = m.inv(ub);
+            let mut x = n_inv;
+            for row in 0..blocks {
+                rows[row * blocks + b] = x;
+                x = m.mul(x, u_inv);
+            }
+        }
+        let max = (m.value() as u64 - 1) * (m.value() as u64 - 1);
+        Combine::Matrix {
+            rows,
+            terms: (u64::MAX / max) as usize,
+        }
+    }
+
+    /// The score residues of one prime from its block sums (`sums` is
+    /// overwritten).
+    fn apply(&self, m: &Modulus, sums: &mut [u32], out: &mut [u32]) {
+        match self {
+            Combine::Transform { twiddles, n_inv } => {
+                let blocks = sums.len();
+                let (mut t, mut h) = (1, blocks / 2);
+                while h >= 1 {
+                    for (g, pair) in sums.chunks_exact_mut(2 * t).enumerate() {
+                        let w = twiddles[h + g];
+                        let (lo, hi) = pair.split_at_mut(t);
+                        for (x, y) in lo.iter_mut().zip(hi) {
+                            let (u, v) = (*x, *y);
+                            *x = m.add(u, v);
+                            *y = m.mul_shoup(m.sub(u, v), w);
+                        }
+                    }
+                    t *= 2;
+                    h /= 2;
+                }
+                for (o, &x) in out.iter_mut().zip(sums.iter()) {
+                    *o = m.mul_shoup(x, *n_inv);
+                }
+            }
+            Combine::Matrix { rows, terms } => {
+                let blocks = sums.len();
+                let chunk = (*terms).max(1);
+                for (mrow, o) in out.iter_mut().enumerate() {
+                    let coef = &rows[mrow * blocks..(mrow + 1) * blocks];
+                    let mut total = 0u32;
+                    for (c, s) in coef.chunks(chunk).zip(sums.chunks(chunk)) {
+                        let acc: u64 = c.iter().zip(s).map(|(&x, &y)| x as u64 * y as u64).sum();
+                        total = m.add(total, m.reduce_u64(acc));
+                    }
+                    *o = total;
+                }
+            }
+        }
+    }
 }
 
 /// Tables for scoring at dimension `d`, over the first `limbs` primes.
@@ -95,21 +201,9 @@ impl FusedScorer {
                 }
                 class.push(u_b);
             }
-            let n_inv = m.inv(m.reduce_u32(n as u32));
-            let mut combine = vec![0u32; blocks * blocks];
-            for (b, &u) in class.iter().enumerate() {
-                let u_inv = m.inv(u);
-                let mut x = n_inv;
-                for row in 0..blocks {
-                    combine[row * blocks + b] = x;
-                    x = m.mul(x, u_inv);
-                }
-            }
-            let max = (q as u64 - 1) * (q as u64 - 1);
             out.push(LimbTables {
                 w,
-                combine,
-                terms: (u64::MAX / max) as usize,
+                combine: Combine::new(m, &class, n),
             });
         }
         Some(Self {
@@ -164,16 +258,7 @@ impl FusedScorer {
                 *s = backend.dot2(m, &a[r.clone()], &p0[r.clone()], &b[r.clone()], &p1[r]);
             }
             let out = &mut rows[i * self.blocks..(i + 1) * self.blocks];
-            let row_chunk = t.terms.max(1);
-            for (mrow, o) in out.iter_mut().enumerate() {
-                let coef = &t.combine[mrow * self.blocks..(mrow + 1) * self.blocks];
-                let mut total = 0u32;
-                for (c, s) in coef.chunks(row_chunk).zip(sums.chunks(row_chunk)) {
-                    let acc: u64 = c.iter().zip(s).map(|(&x, &y)| x as u64 * y as u64).sum();
-                    total = m.add(total, m.reduce_u64(acc));
-                }
-                *o = total;
-            }
+            t.combine.apply(m, &mut sums, out);
         }
     }
 }
@@ -181,6 +266,54 @@ impl FusedScorer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// At every dimension and prime of the preset, the tables take the
+    /// transform, and it gives what the matrix gives, on random sums and
+    /// on the extremes.
+    #[test]
+    fn the_combination_transform_equals_the_matrix() {
+        let params = Params::auth4096();
+        let n = params.degree();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for dim in crate::matching::DIMENSIONS {
+            let f = FusedScorer::new(&params, dim, params.limbs()).expect("tables");
+            for (t, plan) in f.limbs.iter().zip(params.plans_q()) {
+                let m = plan.modulus();
+                let q = m.value();
+                assert!(
+                    matches!(t.combine, Combine::Transform { .. }),
+                    "d={dim} q={q}"
+                );
+                // The classes again, as `new` finds them.
+                let mut v = vec![0u32; n];
+                v[1] = 1;
+                plan.forward(&mut v);
+                let u: Vec<u32> = v
+                    .chunks_exact(dim)
+                    .map(|b| m.pow(b[0], dim as u64))
+                    .collect();
+                let matrix = Combine::matrix(m, &u, n);
+                for round in 0..8 {
+                    let sums: Vec<u32> = (0..f.blocks)
+                        .map(|_| match round {
+                            0 => 0,
+                            1 => q - 1,
+                            _ => {
+                                state ^= state << 13;
+                                state ^= state >> 7;
+                                state ^= state << 17;
+                                (state % q as u64) as u32
+                            }
+                        })
+                        .collect();
+                    let (mut fast, mut slow) = (vec![0; f.blocks], vec![0; f.blocks]);
+                    t.combine.apply(m, &mut sums.clone(), &mut fast);
+                    matrix.apply(m, &mut sums.clone(), &mut slow);
+                    assert_eq!(fast, slow, "d={dim} q={q} round {round}");
+                }
+            }
+        }
+    }
     use crate::bfv::{Evaluator, Plaintext, Prng, PublicKey};
     use crate::matching::DIMENSIONS;
 

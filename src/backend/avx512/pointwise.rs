@@ -4,7 +4,8 @@
 use core::arch::x86_64::*;
 
 use crate::arith::{Modulus, ShoupConstant};
-use crate::backend::{scalar, MONT_TERMS, STREAM_PREFETCH, SUM_TERMS};
+use crate::backend::scalar::{self, fits_one_sum};
+use crate::backend::{MONT_TERMS, STREAM_PREFETCH, SUM_TERMS};
 
 use super::lanes::*;
 use super::*;
@@ -141,29 +142,52 @@ pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32
     // more.
     let (lo, hi) = unsafe {
         let low = _mm512_set1_epi64(0xffff_ffff);
-        let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
-        for (((a, x), b), y) in av.iter().zip(xv).zip(bv).zip(yv) {
-            _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
-            _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
-            let (a, x, b, y) = (load(a), load(x), load(b), load(y));
-            let even = _mm512_add_epi64(_mm512_mul_epu32(a, x), _mm512_mul_epu32(b, y));
-            let odd = _mm512_add_epi64(
-                _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(x, 32)),
-                _mm512_mul_epu32(_mm512_srli_epi64(b, 32), _mm512_srli_epi64(y, 32)),
-            );
-            let s = _mm512_add_epi64(even, odd);
-            lo = _mm512_add_epi64(lo, _mm512_and_si512(s, low));
-            hi = _mm512_add_epi64(hi, _mm512_srli_epi64(s, 32));
+        if fits_one_sum(m, av.len()) {
+            let mut acc = _mm512_setzero_si512();
+            for (((a, x), b), y) in av.iter().zip(xv).zip(bv).zip(yv) {
+                _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+                _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+                let (a, x, b, y) = (load(a), load(x), load(b), load(y));
+                let even = _mm512_add_epi64(_mm512_mul_epu32(a, x), _mm512_mul_epu32(b, y));
+                let odd = _mm512_add_epi64(
+                    _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(x, 32)),
+                    _mm512_mul_epu32(_mm512_srli_epi64(b, 32), _mm512_srli_epi64(y, 32)),
+                );
+                acc = _mm512_add_epi64(acc, _mm512_add_epi64(even, odd));
+            }
+            (
+                _mm512_reduce_add_epi64(_mm512_and_si512(acc, low)) as u64,
+                _mm512_reduce_add_epi64(_mm512_srli_epi64(acc, 32)) as u64,
+            )
+        } else {
+            let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+            for (((a, x), b), y) in av.iter().zip(xv).zip(bv).zip(yv) {
+                _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+                _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+                let (a, x, b, y) = (load(a), load(x), load(b), load(y));
+                let even = _mm512_add_epi64(_mm512_mul_epu32(a, x), _mm512_mul_epu32(b, y));
+                let odd = _mm512_add_epi64(
+                    _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(x, 32)),
+                    _mm512_mul_epu32(_mm512_srli_epi64(b, 32), _mm512_srli_epi64(y, 32)),
+                );
+                let s = _mm512_add_epi64(even, odd);
+                lo = _mm512_add_epi64(lo, _mm512_and_si512(s, low));
+                hi = _mm512_add_epi64(hi, _mm512_srli_epi64(s, 32));
+            }
+            (
+                _mm512_reduce_add_epi64(lo) as u64,
+                _mm512_reduce_add_epi64(hi) as u64,
+            )
         }
-        (
-            _mm512_reduce_add_epi64(lo) as u64,
-            _mm512_reduce_add_epi64(hi) as u64,
-        )
     };
-    m.add(
-        scalar::join_halves(m, lo, hi),
-        scalar::dot2(m, at, xt, bt, yt),
-    )
+    let sum = scalar::join_halves(m, lo, hi);
+    // The scalar loop sizes its sums with two divisions: skipped where the
+    // vectors cover everything (the key holder's blocks of 128 or more).
+    if at.is_empty() {
+        sum
+    } else {
+        m.add(sum, scalar::dot2(m, at, xt, bt, yt))
+    }
 }
 
 /// `acc = acc + a · b mod q` (with `MONT`, the Montgomery product),
