@@ -197,6 +197,21 @@ for area, op, ours, peer, peer_us in rows:
         continue
     tsv.append(f"{area}\t{op}\t{ours:.3f}\t{peer}\t{peer_us:.3f}\t{peer_us / ours:.2f}")
 
+def cpu_flag(flag):
+    try:
+        return any(flag in line.split() for line in open("/proc/cpuinfo") if line.startswith("flags"))
+    except OSError:
+        return False
+
+
+def avx512_cpu():
+    return cpu_flag("avx512f")
+
+
+def avx2_cpu():
+    return cpu_flag("avx2")
+
+
 cpu = "unknown"
 try:
     for line in open("/proc/cpuinfo"):
@@ -463,5 +478,38 @@ md += ["", "## ns per butterfly (n/2 · log2 n butterflies per transform)", "",
        "| transform | n | backend | ns/butterfly |", "|---|---:|---|---:|"]
 for group, n, b, ns in butterflies:
     md.append(f"| {group} | {n} | {b} | {ns:.3f} |")
+# The targets of a speed pass on every CPU model a run was made on: this
+# run's line in bench/cpus.tsv replaces the last one of its CPU (model and
+# widest vector extension), the others stay, so the table keeps each CPU
+# seen. Ratios only: each is measured against a peer or floor of its run.
+def ratio(num, den):
+    return f"{num / den:.2f}" if num and den else "-"
+
+
+wide = "avx512" if avx512_cpu() else "avx2" if avx2_cpu() else platform.machine()
+mul_us = median_us("bfv", "multiply_relin", "")
+verify_us = median_us("matching", "verify", "")
+seal_mul = float(seal["multiply_relin"]) if "multiply_relin" in seal else None
+by_op = {op: (ours, floor) for op, _, ours, floor in memory_floors}
+cpu_line = "\t".join([
+    f"{cpu} ({wide})", datetime.date.today().isoformat(),
+    os.environ.get("COMMAND", "scripts/bench.sh"), kernels_of.get("transforms", native_kind or "-"),
+    ratio(seal_mul, mul_us), ratio(seal_mul, verify_us),
+    ratio(by_op.get("identify_full_1core", (0, 0))[1], by_op.get("identify_full_1core", (0, 0))[0]),
+    ratio(by_op.get("identify_scores_1core", (0, 0))[1], by_op.get("identify_scores_1core", (0, 0))[0]),
+])
+cpus_tsv = out / "cpus.tsv"
+header = "cpu\tdate\tcommand\ttransforms\tmultiply_relin_vs_seal\tverify_vs_seal\tidentify_full_of_read_floor\tidentify_scores_of_copy_floor"
+kept = [l for l in (cpus_tsv.read_text().splitlines()[1:] if cpus_tsv.exists() else [])
+        if l and l.split("\t")[0] != cpu_line.split("\t")[0]]
+cpus_tsv.write_text("\n".join([header, *kept, cpu_line]) + "\n")
+md += ["", "## Targets per CPU model seen (bench/cpus.tsv, the last run on each)", "",
+       "SEAL's multiply + relinearize over ours (target 10x for both rows), and the fraction of the",
+       "memory floor the 1:N passes reach (target 0.8), each measured in its own run.", "",
+       "| CPU | date | command | transform kernels | multiply + relinearize | verify | identify / read floor | scores / copy floor |",
+       "|---|---|---|---|---:|---:|---:|---:|"]
+for line in [*kept, cpu_line]:
+    md.append("| " + " | ".join(line.split("\t")) + " |")
+
 (out / "REPORT.md").write_text("\n".join(md) + "\n")
 (out / "results.tsv").write_text("\n".join(tsv) + "\n")
