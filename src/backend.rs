@@ -691,6 +691,41 @@ impl Backend {
             else scalar::dot2(m, a, x, b, y))
     }
 
+    /// [`Backend::dot2`] of each block of `a.len() / sums.len()` words,
+    /// into `sums` (the key holder's block sums of one prime, in one call).
+    ///
+    /// # Panics
+    /// If the lengths differ or `sums.len()` does not divide them.
+    pub fn dot2_blocks(
+        self,
+        m: &Modulus,
+        a: &[u32],
+        x: &[u32],
+        b: &[u32],
+        y: &[u32],
+        sums: &mut [u32],
+    ) {
+        let n = a.len();
+        assert!(
+            x.len() == n
+                && b.len() == n
+                && y.len() == n
+                && !sums.is_empty()
+                && n.is_multiple_of(sums.len()),
+            "Backend::dot2_blocks: length mismatch"
+        );
+        #[cfg(bm_avx)]
+        let fits = m.value() < 1 << 30 && n / sums.len() < 1 << 24;
+        dispatch!(self.of(Family::Dot), dot2_blocks(m, a, x, b, y, sums), [avx2, avx512] if fits,
+        else {
+            let len = n / sums.len();
+            for (i, s) in sums.iter_mut().enumerate() {
+                let r = i * len..(i + 1) * len;
+                *s = self.dot2(m, &a[r.clone()], &x[r.clone()], &b[r.clone()], &y[r]);
+            }
+        })
+    }
+
     /// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, summed in `f64` in
     /// order, for inputs below `2^31` and sums in `[0, 2^31 - 1)`.
     ///
@@ -854,6 +889,7 @@ mod tests {
         fn lincomb_is_exact_on_every_backend() => check_lincomb;
         /// Two dot products reduced once are exact.
         fn dot2_is_exact_on_every_backend() => check_dot2;
+        fn dot2_blocks_is_exact_on_every_backend() => check_dot2_blocks;
         /// The f64 kernels of base conversion, scaling and decryption match
         /// scalar.
         fn f64_sums_match_scalar_on_every_backend() => check_f64_sums;

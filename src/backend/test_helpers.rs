@@ -382,6 +382,49 @@ pub(crate) fn check_dot2() {
     }
 }
 
+/// Block sums: each equals its block's u128 sum, for blocks the vector
+/// kernels sum in one accumulator per lane (128 words of a 29-bit prime)
+/// and longer or odd ones, at q - 1 everywhere and random.
+pub(crate) fn check_dot2_blocks() {
+    let mut rng = Rng::new(6);
+    let mut qs = primes(1024);
+    qs.push((1u32 << 31) - 1);
+    for q in qs {
+        let Ok(m) = Modulus::new(q as u64) else {
+            continue;
+        };
+        for (blocks, len) in [
+            (1, 0),
+            (32, 128),
+            (16, 256),
+            (8, 512),
+            (4, 1000),
+            (3, 7),
+            (2, 4096),
+        ] {
+            let n = blocks * len;
+            let random: Vec<Vec<u32>> = (0..4).map(|_| rng.vec(n, q)).collect();
+            let top = vec![vec![q - 1; n]; 4];
+            for v in [random, top] {
+                let want: Vec<u32> = (0..blocks)
+                    .map(|i| {
+                        let r = i * len..(i + 1) * len;
+                        (r.clone().map(|k| v[0][k] as u128 * v[1][k] as u128))
+                            .chain(r.map(|k| v[2][k] as u128 * v[3][k] as u128))
+                            .sum::<u128>()
+                            .rem_euclid(q as u128) as u32
+                    })
+                    .collect();
+                for b in std::iter::once(Backend::scalar()).chain(backends()) {
+                    let mut got = vec![u32::MAX; blocks];
+                    b.dot2_blocks(&m, &v[0], &v[1], &v[2], &v[3], &mut got);
+                    assert_eq!(got, want, "dot2_blocks q={q} {blocks} x {len} {b:?}");
+                }
+            }
+        }
+    }
+}
+
 /// The `f64` kernels of base conversion, scaling and decryption's rounding:
 /// residues (the first of each row q - 1) weighted by `1/q_i`, by fractions
 /// in `[0, 1)`, and by integer weights with fractions modulo t.

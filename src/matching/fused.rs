@@ -253,10 +253,7 @@ impl FusedScorer {
             let (p0, p1) = pp.split_at(n);
             let (a, b) = (ct.residues(0, i), ct.residues(1, i));
             let (m, backend) = (plan.modulus(), plan.backend());
-            for (blk, s) in sums.iter_mut().enumerate() {
-                let r = blk * self.dim..(blk + 1) * self.dim;
-                *s = backend.dot2(m, &a[r.clone()], &p0[r.clone()], &b[r.clone()], &p1[r]);
-            }
+            backend.dot2_blocks(m, a, p0, b, p1, &mut sums);
             let out = &mut rows[i * self.blocks..(i + 1) * self.blocks];
             t.combine.apply(m, &mut sums, out);
         }

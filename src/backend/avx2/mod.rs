@@ -34,7 +34,8 @@ mod pointwise;
 mod transforms;
 
 pub(crate) use pointwise::{
-    cbd, dot2, floor_frac_sum, lincomb, mul, mul_acc, mul_streaming, mul_sum, round_weighted_sum,
+    cbd, dot2, dot2_blocks, floor_frac_sum, lincomb, mul, mul_acc, mul_streaming, mul_sum,
+    round_weighted_sum,
 };
 pub(crate) use transforms::{forward, inverse};
 

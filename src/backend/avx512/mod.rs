@@ -40,7 +40,8 @@ mod pointwise;
 mod transforms;
 
 pub(crate) use pointwise::{
-    dot2, floor_frac_sum, lincomb, mul, mul_acc, mul_streaming, mul_sum, round_weighted_sum,
+    dot2, dot2_blocks, floor_frac_sum, lincomb, mul, mul_acc, mul_streaming, mul_sum,
+    round_weighted_sum,
 };
 pub(crate) use transforms::{forward, inverse};
 
