@@ -244,18 +244,24 @@ impl FusedScorer {
 
     /// The residues of the score coefficients of `ct·probe`, decrypted:
     /// `rows[i·blocks + m]` is coefficient `d·m + d − 1` mod prime `i`.
-    /// `ct` is at this scorer's level.
-    pub(crate) fn score_residues(&self, ct: &Ciphertext, probe: &FusedProbe, rows: &mut [u32]) {
+    /// `ct` is at this scorer's level; `sums` (`n/d` words) is scratch.
+    pub(crate) fn score_residues(
+        &self,
+        ct: &Ciphertext,
+        probe: &FusedProbe,
+        rows: &mut [u32],
+        sums: &mut [u32],
+    ) {
         let n = self.dim * self.blocks;
-        let mut sums = vec![0u32; self.blocks];
+        let sums = &mut sums[..self.blocks];
         for (i, (t, plan)) in self.limbs.iter().zip(ct.params().plans_q()).enumerate() {
             let pp = &probe.p[2 * n * i..2 * n * (i + 1)];
             let (p0, p1) = pp.split_at(n);
             let (a, b) = (ct.residues(0, i), ct.residues(1, i));
             let (m, backend) = (plan.modulus(), plan.backend());
-            backend.dot2_blocks(m, a, p0, b, p1, &mut sums);
+            backend.dot2_blocks(m, a, p0, b, p1, sums);
             let out = &mut rows[i * self.blocks..(i + 1) * self.blocks];
-            t.combine.apply(m, &mut sums, out);
+            t.combine.apply(m, sums, out);
         }
     }
 }
@@ -361,7 +367,7 @@ mod tests {
                 let fp = f.prepare(&params, &probe, &sk);
                 assert_eq!(format!("{fp:?}"), "FusedProbe { .. }");
                 let mut rows = vec![0u32; level * blocks];
-                f.score_residues(&ct, &fp, &mut rows);
+                f.score_residues(&ct, &fp, &mut rows, &mut vec![0; blocks]);
                 let mut prod = crate::bfv::Ciphertext::new(&params, Vec::new());
                 ev.multiply_plain_into(&ct, &probe, &mut prod).unwrap();
                 let phase = sk.phase(&prod).unwrap();

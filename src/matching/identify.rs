@@ -584,7 +584,9 @@ impl Identifier {
                     &gallery.cts,
                     || (vec![0u32; f.limbs() * per], vec![0u32; per]),
                     |(rows, raw), ct| {
-                        f.score_residues(ct, &fp, rows);
+                        // `raw` is the block sums' scratch before it
+                        // receives the rounded scores.
+                        f.score_residues(ct, &fp, rows, raw);
                         crate::bfv::round_residue_rows_to_t(&self.params, rows, raw);
                         Ok::<_, MatchError>(self.centred(raw))
                     },
