@@ -201,6 +201,15 @@ pub(crate) const SUM_TERMS: usize = 4;
 /// 14.5 / 12.5 / 11.0 / 12.6 / 15.3 ms prefetching 1, 2, 4, 8 and 16 KiB
 /// ahead; the score ciphertexts 21 ms without, and 14.0 / 13.5 / 14.4 ms
 /// with 2, 4 and 8 KiB.
+///
+/// The key holder's kernel prefetches into L2, not L1: per prime it reads
+/// 32 KiB of probe beside 32 KiB of gallery, as much as L1 holds, so lines
+/// fetched into L1 ahead were evicted before use. On an AMD EPYC with
+/// AVX-512 (100 000 templates, one core, alternated runs) that took the
+/// identification from 18.6 to 13.7 ms beside a 7.4 ms read floor; 512,
+/// 2048 and 4096 words ahead into L2 took 15.9, 15.7 and 16.5 ms. The score
+/// ciphertexts' kernel was no faster prefetching into L2 (19.5 ms either
+/// way) and keeps L1.
 #[cfg(bm_avx)]
 pub(crate) const STREAM_PREFETCH: usize = 1024;
 

@@ -125,7 +125,8 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
 ///
 /// The caller streams through much longer arrays than `a` and `b` (a
 /// gallery, block after block), so the kernel prefetches
-/// [`STREAM_PREFETCH`] words past where it reads them: a hint, never a read.
+/// [`STREAM_PREFETCH`] words past where it reads them into L2 (the probe
+/// fills L1): a hint, never a read.
 ///
 /// # Safety
 /// The CPU supports AVX2.
@@ -213,8 +214,8 @@ unsafe fn hsum_epi64(v: __m256i) -> u64 {
 unsafe fn dot_step(a: &[u32; 8], x: &[u32; 8], b: &[u32; 8], y: &[u32; 8]) -> __m256i {
     // SAFETY: the caller runs on a CPU with AVX2; the prefetches are hints.
     unsafe {
-        _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
-        _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+        _mm_prefetch::<_MM_HINT_T1>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+        _mm_prefetch::<_MM_HINT_T1>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
         let (a, x, b, y) = (load(a), load(x), load(b), load(y));
         let even = _mm256_add_epi64(_mm256_mul_epu32(a, x), _mm256_mul_epu32(b, y));
         let odd = _mm256_add_epi64(

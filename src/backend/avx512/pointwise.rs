@@ -127,7 +127,8 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
 ///
 /// The caller streams through much longer arrays than `a` and `b` (a
 /// gallery, block after block), so the kernel prefetches
-/// [`STREAM_PREFETCH`] words past where it reads them: a hint, never a read.
+/// [`STREAM_PREFETCH`] words past where it reads them into L2 (the probe
+/// fills L1): a hint, never a read.
 ///
 /// # Safety
 /// The CPU supports AVX-512F.
@@ -208,8 +209,8 @@ unsafe fn dot2_block(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) ->
 unsafe fn dot_step(a: &[u32; W], x: &[u32; W], b: &[u32; W], y: &[u32; W]) -> __m512i {
     // SAFETY: the caller runs on a CPU with AVX-512F; the prefetches are hints.
     unsafe {
-        _mm_prefetch::<_MM_HINT_T0>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
-        _mm_prefetch::<_MM_HINT_T0>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+        _mm_prefetch::<_MM_HINT_T1>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+        _mm_prefetch::<_MM_HINT_T1>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
         let (a, x, b, y) = (load(a), load(x), load(b), load(y));
         let even = _mm512_add_epi64(_mm512_mul_epu32(a, x), _mm512_mul_epu32(b, y));
         let odd = _mm512_add_epi64(
