@@ -3,7 +3,8 @@
 //!
 //! Ids: `forward/{backend}/{n}`, `inverse/{backend}/{n}`,
 //! `mul_acc/{backend}/{n}`, `mul/{backend}/{n}`, `lincomb5/{backend}/{n}`
-//! (five inputs, the shape of RNS base conversion) and, for the peer,
+//! (five inputs, the shape of RNS base conversion), `dot2_blocks/{backend}/{n}`
+//! (the key holder's 1:N block sums of one prime) and, for the peer,
 //! `forward/tfhe-ntt/{n}`, `inverse/tfhe-ntt/{n}`, `mul_acc/tfhe-ntt/{n}`.
 //! `scripts/bench.sh` turns them into `bench/results.tsv` and `bench/REPORT.md`.
 
@@ -119,5 +120,23 @@ fn rns(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, transforms, pointwise, rns);
+/// `Backend::dot2_blocks` over one prime of a gallery ciphertext: the key
+/// holder's 1:N block sums at dimension 128 (32 blocks of 128 words), with
+/// a 29-bit prime as the preset's, in cache.
+fn dot(c: &mut Criterion) {
+    let mut g = c.benchmark_group("dot2_blocks");
+    let n = 4096;
+    let q = ntt_primes(29, n, 1).expect("prime")[0];
+    let m = blindmatch::arith::Modulus::new(q as u64).expect("prime");
+    let v: Vec<Vec<u32>> = (0..4).map(|i| random_residues(n, q, 20 + i)).collect();
+    let mut sums = vec![0u32; 32];
+    for bk in Backend::available() {
+        g.bench_function(BenchmarkId::new(bk.name(), n), |bench| {
+            bench.iter(|| bk.dot2_blocks(&m, black_box(&v[0]), &v[1], &v[2], &v[3], &mut sums))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, transforms, pointwise, rns, dot);
 criterion_main!(benches);

@@ -79,6 +79,9 @@ expected_rows() {
       printf 'wasm\t%s/%s/simd128-vs-scalar-kernels\n' "$op" "$n"
     done
   done
+  if [ "${#kernels[@]}" -gt 1 ]; then
+    printf 'pointwise\tdot2_blocks/4096/avx2\n'
+  fi
   for op in keygen_secret keygen_public keygen_relin encrypt_public encrypt_secret decrypt \
     multiply relinearize multiply_relin multiply_plain multiply_plain_ntt rotate_rows add; do
     printf 'bfv\t%s\n' "$op"

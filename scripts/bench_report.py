@@ -80,6 +80,10 @@ scalar = median_us("lincomb5", "scalar", 4096)
 for b in backends("lincomb5", 4096):
     if b != "scalar" and scalar is not None:
         rows.append(("rns", f"lincomb5/4096/{b}", median_us("lincomb5", b, 4096), "scalar", scalar))
+scalar = median_us("dot2_blocks", "scalar", 4096)
+for b in backends("dot2_blocks", 4096):
+    if b != "scalar" and scalar is not None:
+        rows.append(("pointwise", f"dot2_blocks/4096/{b}", median_us("dot2_blocks", b, 4096), "scalar", scalar))
 
 # BFV against Microsoft SEAL: criterion's bfv/{op} next to SEAL's figure.
 for line in os.environ.get("SEAL_ROWS", "").splitlines():

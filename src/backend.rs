@@ -726,13 +726,7 @@ impl Backend {
         #[cfg(bm_avx)]
         let fits = m.value() < 1 << 30 && n / sums.len() < 1 << 24;
         dispatch!(self.of(Family::Dot), dot2_blocks(m, a, x, b, y, sums), [avx2, avx512] if fits,
-        else {
-            let len = n / sums.len();
-            for (i, s) in sums.iter_mut().enumerate() {
-                let r = i * len..(i + 1) * len;
-                *s = self.dot2(m, &a[r.clone()], &x[r.clone()], &b[r.clone()], &y[r]);
-            }
-        })
+        else scalar::each_block(a, x, b, y, sums, |a, x, b, y| self.dot2(m, a, x, b, y)))
     }
 
     /// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, summed in `f64` in

@@ -148,6 +148,23 @@ pub(crate) fn fits_one_sum(m: &Modulus, vectors: usize) -> bool {
     4 * vectors as u128 * q1 * q1 <= u64::MAX as u128
 }
 
+/// How the vector `dot2_blocks` kernels gather a group of blocks' sums in
+/// one transpose: each lane's sum `s` (one accumulator, see
+/// [`fits_one_sum`]) folds to `(s mod 2^32) + ⌊s/2^32⌋·c` with
+/// `c = 2^32 mod q`, the same residue, and `lanes` folded sums are added in
+/// 64 bits. Returns `c`, or `None` where a sum could overflow.
+#[cfg(bm_avx)]
+pub(crate) fn fold_constant(m: &Modulus, vectors: usize, lanes: usize) -> Option<u32> {
+    if !fits_one_sum(m, vectors) {
+        return None;
+    }
+    let q1 = m.value() as u128 - 1;
+    let most = 4 * vectors as u128 * q1 * q1;
+    let c = m.reduce_u64(1 << 32);
+    let folded = (most >> 32) * c as u128 + u32::MAX as u128;
+    (lanes as u128 * folded <= u64::MAX as u128).then_some(c)
+}
+
 /// `lo + hi·2^32 mod q`: the vector `dot2` kernels' low and high halves,
 /// summed apart, put back together.
 #[cfg(bm_avx)]
@@ -156,6 +173,24 @@ pub(crate) fn join_halves(m: &Modulus, lo: u64, hi: u64) -> u32 {
         m.reduce_u64(lo),
         m.mul(m.reduce_u64(hi), m.reduce_u64(1 << 32)),
     )
+}
+
+/// `sums[i] = dot(block i of a, x, b, y)`, for blocks of
+/// `a.len() / sums.len()` words: the per-block loop of every
+/// `dot2_blocks`.
+pub(crate) fn each_block(
+    a: &[u32],
+    x: &[u32],
+    b: &[u32],
+    y: &[u32],
+    sums: &mut [u32],
+    mut dot: impl FnMut(&[u32], &[u32], &[u32], &[u32]) -> u32,
+) {
+    let len = a.len() / sums.len().max(1);
+    for (i, s) in sums.iter_mut().enumerate() {
+        let r = i * len..(i + 1) * len;
+        *s = dot(&a[r.clone()], &x[r.clone()], &b[r.clone()], &y[r]);
+    }
 }
 
 /// `Σ_k a_k·x_k + b_k·y_k mod q` for residues below `q`: the products are

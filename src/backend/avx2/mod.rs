@@ -27,15 +27,17 @@
 //! `#[target_feature(enable = "avx2")]` kernels, into which they are inlined.
 //!
 //! The helpers on lanes are in `lanes.rs`, the transforms in `transforms.rs`,
-//! the coefficient-wise kernels in `pointwise.rs`.
+//! the coefficient-wise kernels in `pointwise.rs`, the 1:N dot products in
+//! `dot.rs`.
 
+mod dot;
 mod lanes;
 mod pointwise;
 mod transforms;
 
+pub(crate) use dot::{dot2, dot2_blocks};
 pub(crate) use pointwise::{
-    cbd, dot2, dot2_blocks, floor_frac_sum, lincomb, mul, mul_acc, mul_streaming, mul_sum,
-    round_weighted_sum,
+    cbd, floor_frac_sum, lincomb, mul, mul_acc, mul_streaming, mul_sum, round_weighted_sum,
 };
 pub(crate) use transforms::{forward, inverse};
 

@@ -32,16 +32,18 @@
 //! `#[inline(always)] unsafe fn` without `#[target_feature]`, called only
 //! from the `#[target_feature(enable = "avx512f")]` kernels, into which they
 //! are inlined. The helpers on lanes are in `lanes.rs`, the transforms in
-//! `transforms.rs`, the coefficient-wise kernels in `pointwise.rs`.
+//! `transforms.rs`, the coefficient-wise kernels in `pointwise.rs` and the
+//! 1:N dot products in `dot.rs`.
 
 #[macro_use]
 mod lanes;
+mod dot;
 mod pointwise;
 mod transforms;
 
+pub(crate) use dot::{dot2, dot2_blocks};
 pub(crate) use pointwise::{
-    dot2, dot2_blocks, floor_frac_sum, lincomb, mul, mul_acc, mul_streaming, mul_sum,
-    round_weighted_sum,
+    floor_frac_sum, lincomb, mul, mul_acc, mul_streaming, mul_sum, round_weighted_sum,
 };
 pub(crate) use transforms::{forward, inverse};
 

@@ -1,0 +1,208 @@
+//! The avx512 dot products of the key holder's 1:N scores: two products
+//! per residue summed in 64-bit lanes, reduced once per block.
+
+use core::arch::x86_64::*;
+
+use crate::arith::Modulus;
+use crate::backend::scalar::{self, fits_one_sum};
+use crate::backend::STREAM_PREFETCH;
+
+use super::lanes::*;
+use super::W;
+
+/// Blocks whose sums one transpose gathers: one per 64-bit lane.
+const GROUP: usize = 8;
+
+/// `Σ_k a_k·x_k + b_k·y_k mod q`, equal to [`scalar::dot2`], for residues
+/// below `q < 2^30`: the four products of a lane (each below `2^60`) are
+/// summed, and where [`fits_one_sum`] allows in one 64-bit accumulator per
+/// lane, elsewhere with their low and high 32-bit halves accumulated apart,
+/// so nothing overflows before the one reduction at the end.
+///
+/// The caller streams through much longer arrays than `a` and `b` (a
+/// gallery, block after block), so the kernel prefetches
+/// [`STREAM_PREFETCH`] words past where it reads them into L2 (the probe
+/// fills L1): a hint, never a read.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) -> u32 {
+    // SAFETY: AVX-512F is enabled here.
+    unsafe { dot2_block(m, a, x, b, y) }
+}
+
+/// [`dot2`] of each block of `a.len() / sums.len()` words, into `sums`:
+/// the key holder's block sums of one prime in one call.
+///
+/// Where the blocks are whole vectors, come in groups of eight and
+/// [`scalar::fold_constant`] allows, each block keeps one accumulator, and
+/// a group's eight are folded below `2^61` and summed across lanes by one
+/// transpose, so a block costs a handful of vector operations beyond its
+/// products instead of two horizontal sums and three scalar reductions.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn dot2_blocks(
+    m: &Modulus,
+    a: &[u32],
+    x: &[u32],
+    b: &[u32],
+    y: &[u32],
+    sums: &mut [u32],
+) {
+    let len = a.len() / sums.len().max(1);
+    let fold = (len.is_multiple_of(W) && sums.len().is_multiple_of(GROUP))
+        .then(|| scalar::fold_constant(m, len / W, GROUP))
+        .flatten();
+    if let Some(c) = fold {
+        // SAFETY: AVX-512F is enabled here.
+        unsafe { grouped(m, c, len / W, a, x, b, y, sums) };
+        return;
+    }
+    // SAFETY: AVX-512F is enabled here, and so in the closure.
+    scalar::each_block(a, x, b, y, sums, |a, x, b, y| unsafe {
+        dot2_block(m, a, x, b, y)
+    });
+}
+
+/// [`dot2_blocks`] for blocks of `vectors` whole vectors, in groups of
+/// [`GROUP`], with `c = 2^32 mod q` from [`scalar::fold_constant`].
+/// Safety: AVX-512F.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn grouped(
+    m: &Modulus,
+    c: u32,
+    vectors: usize,
+    a: &[u32],
+    x: &[u32],
+    b: &[u32],
+    y: &[u32],
+    sums: &mut [u32],
+) {
+    let (av, xv) = (split_vectors(a).0, split_vectors(x).0);
+    let (bv, yv) = (split_vectors(b).0, split_vectors(y).0);
+    let group = GROUP * vectors;
+    let inputs = av.chunks_exact(group).zip(xv.chunks_exact(group));
+    let inputs = inputs.zip(bv.chunks_exact(group).zip(yv.chunks_exact(group)));
+    // SAFETY (whole block): AVX-512F is enabled in every caller, and the
+    // helpers need no more.
+    unsafe {
+        let (low, c) = (_mm512_set1_epi64(0xffff_ffff), _mm512_set1_epi64(c as i64));
+        for (((a, x), (b, y)), out) in inputs.zip(sums.chunks_exact_mut(GROUP)) {
+            let mut acc = [_mm512_setzero_si512(); GROUP];
+            let blocks = a.chunks_exact(vectors).zip(x.chunks_exact(vectors));
+            let blocks = blocks.zip(b.chunks_exact(vectors).zip(y.chunks_exact(vectors)));
+            for (s, ((a, x), (b, y))) in acc.iter_mut().zip(blocks) {
+                for (((a, x), b), y) in a.iter().zip(x).zip(b).zip(y) {
+                    *s = _mm512_add_epi64(*s, dot_step(a, x, b, y));
+                }
+                *s = _mm512_add_epi64(
+                    _mm512_and_si512(*s, low),
+                    _mm512_mul_epu32(_mm512_srli_epi64(*s, 32), c),
+                );
+            }
+            let mut total = [0u64; GROUP];
+            _mm512_storeu_si512(total.as_mut_ptr().cast(), lane_sums(acc));
+            for (o, t) in out.iter_mut().zip(total) {
+                *o = m.reduce_u64(t);
+            }
+        }
+    }
+}
+
+/// Lane `j` of the result is the sum of the eight lanes of `v[j]`: pairs of
+/// registers interleaved and added, three times. Safety: AVX-512F.
+#[inline(always)]
+unsafe fn lane_sums(v: [__m512i; GROUP]) -> __m512i {
+    // SAFETY: the caller runs on a CPU with AVX-512F.
+    unsafe {
+        let (p01, p23) = (pairs(v[0], v[1]), pairs(v[2], v[3]));
+        let (p45, p67) = (pairs(v[4], v[5]), pairs(v[6], v[7]));
+        halves(halves(p01, p23), halves(p45, p67))
+    }
+}
+
+/// 128-bit lane `k` of the result: `(p[2k] + p[2k+1], q[2k] + q[2k+1])`.
+/// Safety: AVX-512F.
+#[inline(always)]
+unsafe fn pairs(p: __m512i, q: __m512i) -> __m512i {
+    // SAFETY: the caller runs on a CPU with AVX-512F.
+    unsafe { _mm512_add_epi64(_mm512_unpacklo_epi64(p, q), _mm512_unpackhi_epi64(p, q)) }
+}
+
+/// The 128-bit lanes of the result: `p₀ + p₁, p₂ + p₃, q₀ + q₁, q₂ + q₃`.
+/// Safety: AVX-512F.
+#[inline(always)]
+unsafe fn halves(p: __m512i, q: __m512i) -> __m512i {
+    // SAFETY: the caller runs on a CPU with AVX-512F.
+    unsafe {
+        _mm512_add_epi64(
+            _mm512_shuffle_i64x2::<0b10_00_10_00>(p, q),
+            _mm512_shuffle_i64x2::<0b11_01_11_01>(p, q),
+        )
+    }
+}
+
+/// The body of [`dot2`]. Safety: AVX-512F.
+#[inline(always)]
+unsafe fn dot2_block(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) -> u32 {
+    debug_assert!(
+        m.value() < 1 << 30 && a.len() == x.len() && b.len() == y.len() && a.len() == b.len()
+    );
+    debug_assert!(a.len() < 1 << 24);
+    let ((av, at), (xv, xt)) = (split_vectors(a), split_vectors(x));
+    let ((bv, bt), (yv, yt)) = (split_vectors(b), split_vectors(y));
+    // SAFETY (whole block): AVX-512F is enabled in every caller, and the
+    // helpers need no more.
+    let (lo, hi) = unsafe {
+        let low = _mm512_set1_epi64(0xffff_ffff);
+        let (mut lo, mut hi) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+        let lanes = av.iter().zip(xv).zip(bv).zip(yv);
+        if fits_one_sum(m, av.len()) {
+            for (((a, x), b), y) in lanes {
+                lo = _mm512_add_epi64(lo, dot_step(a, x, b, y));
+            }
+            hi = _mm512_srli_epi64(lo, 32);
+            lo = _mm512_and_si512(lo, low);
+        } else {
+            for (((a, x), b), y) in lanes {
+                let s = dot_step(a, x, b, y);
+                lo = _mm512_add_epi64(lo, _mm512_and_si512(s, low));
+                hi = _mm512_add_epi64(hi, _mm512_srli_epi64(s, 32));
+            }
+        }
+        (
+            _mm512_reduce_add_epi64(lo) as u64,
+            _mm512_reduce_add_epi64(hi) as u64,
+        )
+    };
+    let sum = scalar::join_halves(m, lo, hi);
+    // The scalar loop sizes its sums with two divisions: skipped where the
+    // vectors cover everything (the key holder's blocks of 128 words).
+    if at.is_empty() {
+        sum
+    } else {
+        m.add(sum, scalar::dot2(m, at, xt, bt, yt))
+    }
+}
+
+/// `a·x + b·y` in each 64-bit lane's even and odd halves, summed: four
+/// products below `2^60`. Prefetches ahead of `a` and `b`. Safety: AVX-512F.
+#[inline(always)]
+unsafe fn dot_step(a: &[u32; W], x: &[u32; W], b: &[u32; W], y: &[u32; W]) -> __m512i {
+    // SAFETY: the caller runs on a CPU with AVX-512F; the prefetches are hints.
+    unsafe {
+        _mm_prefetch::<_MM_HINT_T1>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+        _mm_prefetch::<_MM_HINT_T1>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+        let (a, x, b, y) = (load(a), load(x), load(b), load(y));
+        let even = _mm512_add_epi64(_mm512_mul_epu32(a, x), _mm512_mul_epu32(b, y));
+        let odd = _mm512_add_epi64(
+            _mm512_mul_epu32(_mm512_srli_epi64(a, 32), _mm512_srli_epi64(x, 32)),
+            _mm512_mul_epu32(_mm512_srli_epi64(b, 32), _mm512_srli_epi64(y, 32)),
+        );
+        _mm512_add_epi64(even, odd)
+    }
+}
