@@ -42,3 +42,42 @@ where
         }
     }
 }
+
+/// `f(scratch, &items[i], chunk i of outs)` for every `i`, with chunks of
+/// `chunk` elements (`outs.len() == items.len() · chunk`), on every core
+/// where threads exist, with per-thread scratch made by `init`. The first
+/// error wins.
+pub(crate) fn par_chunks_init<T, O, S, E, I, F>(
+    items: &[T],
+    outs: &mut [O],
+    chunk: usize,
+    init: I,
+    f: F,
+) -> Result<(), E>
+where
+    T: Sync,
+    O: Send,
+    E: Send,
+    I: Fn() -> S + Sync + Send,
+    F: Fn(&mut S, &T, &mut [O]) -> Result<(), E> + Sync + Send,
+{
+    assert!(
+        chunk > 0 && outs.len() == items.len() * chunk,
+        "par_chunks_init: length mismatch"
+    );
+    cfg_if::cfg_if! {
+        if #[cfg(target_arch = "wasm32")] {
+            let mut scratch = init();
+            items
+                .iter()
+                .zip(outs.chunks_mut(chunk))
+                .try_for_each(|(x, o)| f(&mut scratch, x, o))
+        } else {
+            use rayon::prelude::*;
+            items
+                .par_iter()
+                .zip(outs.par_chunks_mut(chunk))
+                .try_for_each_init(init, |s, (x, o)| f(s, x, o))
+        }
+    }
+}

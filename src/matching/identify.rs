@@ -17,6 +17,9 @@
 //! top level ([`Gallery::for_encrypted_probes`]), and the key holder ranks
 //! the score ciphertexts with [`Identifier::rank`].
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use crate::bfv::{
     Ciphertext, Evaluator, Params, Plaintext, PlaintextNtt, PublicKey, RelinKey, SecretKey,
 };
@@ -487,12 +490,16 @@ impl Identifier {
             return Ok(Vec::new());
         }
         let positions = self.score_positions();
-        let decrypted = crate::parallel::par_map_init(
+        let mut decrypted = vec![0i64; positions.len() * scores.len()];
+        crate::parallel::par_chunks_init(
             scores,
+            &mut decrypted,
+            positions.len(),
             || (),
-            |_, ct| {
+            |_, ct, out| {
                 let raw = sk.decrypt_coefficients(ct, &positions)?;
-                Ok::<_, MatchError>(self.centred(&raw))
+                self.centre_into(&raw, out);
+                Ok::<_, MatchError>(())
             },
         )?;
         Ok(self.best(gallery, &decrypted, top_k))
@@ -506,10 +513,12 @@ impl Identifier {
             .collect()
     }
 
-    /// Scores mod t as signed integers.
-    fn centred(&self, raw: &[u32]) -> Vec<i64> {
+    /// Scores mod t as signed integers, into `out`.
+    fn centre_into(&self, raw: &[u32], out: &mut [i64]) {
         let t = self.params.plaintext_modulus();
-        raw.iter().map(|&v| crate::bfv::centred(v, t)).collect()
+        for (o, &v) in out.iter_mut().zip(raw) {
+            *o = crate::bfv::centred(v, t);
+        }
     }
 
     fn check_gallery(&self, gallery: &Gallery) -> Result<(), MatchError> {
@@ -524,34 +533,18 @@ impl Identifier {
         Ok(())
     }
 
-    /// The `top_k` (at least 1) best of every template's score (`scores[c][k]`:
-    /// template `k` of ciphertext `c`), best first, ties by index; erased
-    /// templates and empty blocks left out.
-    fn best(&self, gallery: &Gallery, scores: &[Vec<i64>], top_k: usize) -> Vec<Match> {
+    /// The `top_k` best matches of every template's score (see
+    /// [`best_scores`]), with their cosines.
+    fn best(&self, gallery: &Gallery, scores: &[i64], top_k: usize) -> Vec<Match> {
         let per = templates_per_ciphertext(&self.params, self.quantizer.dim());
-        let mut all: Vec<Match> = Vec::new();
-        for (ci, s) in scores.iter().enumerate() {
-            let erased = gallery.erased[ci];
-            for (k, &score) in s.iter().enumerate().take(gallery.counts[ci]) {
-                if erased >> k & 1 == 1 {
-                    continue;
-                }
-                all.push(Match {
-                    index: ci * per + k,
-                    score,
-                    cosine: self.quantizer.cosine(score),
-                });
-            }
-        }
-        // Best first, ties by index: a total order, so selecting the first
-        // `top_k` and sorting only them gives what sorting everything would.
-        let order = |a: &Match, b: &Match| b.score.cmp(&a.score).then(a.index.cmp(&b.index));
-        if all.len() > top_k {
-            all.select_nth_unstable_by(top_k - 1, order);
-            all.truncate(top_k);
-        }
-        all.sort_by(order);
-        all
+        best_scores(scores, per, &gallery.counts, &gallery.erased, top_k)
+            .into_iter()
+            .map(|(score, index)| Match {
+                index,
+                score,
+                cosine: self.quantizer.cosine(score),
+            })
+            .collect()
     }
 
     /// The key holder's step: decrypts every score ciphertext and returns the
@@ -571,7 +564,8 @@ impl Identifier {
             return Ok(Vec::new());
         }
         let per = templates_per_ciphertext(&self.params, dim);
-        let scores: Vec<Vec<i64>> = match self
+        let mut scores = vec![0i64; per * gallery.cts.len()];
+        match self
             .fused
             .as_ref()
             .filter(|f| f.limbs() == gallery.stored_level)
@@ -580,15 +574,18 @@ impl Identifier {
             // with per-thread scratch for the residues.
             Some(f) => {
                 let fp = f.prepare(&self.params, &probe, sk);
-                crate::parallel::par_map_init(
+                crate::parallel::par_chunks_init(
                     &gallery.cts,
+                    &mut scores,
+                    per,
                     || (vec![0u32; f.limbs() * per], vec![0u32; per]),
-                    |(rows, raw), ct| {
+                    |(rows, raw), ct, out| {
                         // `raw` is the block sums' scratch before it
                         // receives the rounded scores.
                         f.score_residues(ct, &fp, rows, raw);
                         crate::bfv::round_residue_rows_to_t(&self.params, rows, raw);
-                        Ok::<_, MatchError>(self.centred(raw))
+                        self.centre_into(raw, out);
+                        Ok::<_, MatchError>(())
                     },
                 )?
             }
@@ -597,24 +594,99 @@ impl Identifier {
             // coefficients are rounded.
             None => {
                 let positions = self.score_positions();
-                crate::parallel::par_map_init(
+                crate::parallel::par_chunks_init(
                     &gallery.cts,
+                    &mut scores,
+                    per,
                     || Ciphertext::new(&self.params, Vec::new()),
-                    |scratch, ct| {
+                    |scratch, ct, out| {
                         self.ev.multiply_plain_into(ct, &probe, scratch)?;
                         let raw = sk.decrypt_coefficients(scratch, &positions)?;
-                        Ok::<_, MatchError>(self.centred(&raw))
+                        self.centre_into(&raw, out);
+                        Ok::<_, MatchError>(())
                     },
                 )?
             }
-        };
+        }
         Ok(self.best(gallery, &scores, top_k))
     }
+}
+
+/// The `top_k` best `(score, index)` of every template's score (`scores`:
+/// ciphertext after ciphertext, `per` each; `counts` and `erased` per
+/// ciphertext as a [`Gallery`] holds them), best first, ties by index;
+/// erased templates and empty slots left out. One pass keeps the best
+/// `top_k` in a heap whose top is the worst of them, so `N` scores cost `N`
+/// comparisons and no list of every template.
+fn best_scores(
+    scores: &[i64],
+    per: usize,
+    counts: &[usize],
+    erased: &[u64],
+    top_k: usize,
+) -> Vec<(i64, usize)> {
+    if top_k == 0 {
+        return Vec::new();
+    }
+    // Ordered worst last: a lower score, then a higher index.
+    let mut kept: BinaryHeap<(Reverse<i64>, usize)> = BinaryHeap::new();
+    for (ci, s) in scores.chunks_exact(per).enumerate() {
+        for (k, &score) in s.iter().enumerate().take(counts[ci]) {
+            if erased[ci] >> k & 1 == 1 {
+                continue;
+            }
+            let entry = (Reverse(score), ci * per + k);
+            if kept.len() < top_k {
+                kept.push(entry);
+            } else if let Some(mut worst) = kept.peek_mut() {
+                if entry < *worst {
+                    *worst = entry;
+                }
+            }
+        }
+    }
+    kept.into_sorted_vec()
+        .into_iter()
+        .map(|(Reverse(score), index)| (score, index))
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The heap's selection equals sorting every kept template, on scores
+    /// with many ties, erasures and part-filled ciphertexts, for every
+    /// `top_k` from 0 past the count.
+    #[test]
+    fn best_scores_equal_a_full_sort() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |below: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % below
+        };
+        for per in [1, 4, 32] {
+            let cts = 9;
+            let scores: Vec<i64> = (0..per * cts).map(|_| next(7) as i64 - 3).collect();
+            let counts: Vec<usize> = (0..cts).map(|_| next(per as u64 + 1) as usize).collect();
+            let erased: Vec<u64> = (0..cts).map(|_| next(1 << per.min(32))).collect();
+            let mut all: Vec<(i64, usize)> = (0..per * cts)
+                .filter(|&i| i % per < counts[i / per] && erased[i / per] >> (i % per) & 1 == 0)
+                .map(|i| (scores[i], i))
+                .collect();
+            all.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            for top_k in 0..=all.len() + 2 {
+                let want = &all[..top_k.min(all.len())];
+                assert_eq!(
+                    best_scores(&scores, per, &counts, &erased, top_k),
+                    want,
+                    "per {per} top_k {top_k}"
+                );
+            }
+        }
+    }
 
     /// What `Gallery::erase` decrypts is zeroed whichever way it leaves:
     /// a normal return, an error return, a panic.
