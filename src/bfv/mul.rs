@@ -271,31 +271,34 @@ impl MulConsts {
         let (l, kb) = (plans_q.len(), self.k());
         let (lq, lb) = (l * n, kb * n);
         let extra = self.scale_round_scratch(n).max(self.extend_scratch(l, n));
-        with_arena(4 * lb + 3 * lq + 3 * lb + extra, |arena| {
-            let (ext, rest) = arena.split_at_mut(4 * lb);
+        // The extensions over B in NTT form: `a`'s read where it was
+        // precomputed, and a square's (`b` the very slices of `a`) shared.
+        let square = std::ptr::eq(a[0], b[0]) && std::ptr::eq(a[1], b[1]);
+        let own = usize::from(a_ext.is_none()) + usize::from(!square);
+        with_arena(own * 2 * lb + 3 * lq + 3 * lb + extra, |arena| {
+            let (ext, rest) = arena.split_at_mut(own * 2 * lb);
             let (tq, rest) = rest.split_at_mut(3 * lq);
             let (tb, scratch) = rest.split_at_mut(3 * lb);
-            // Each input over B, in NTT form; `a`'s may be precomputed.
-            let (ea, eb) = ext.split_at_mut(2 * lb);
-            match a_ext {
-                Some(pre) => ea.copy_from_slice(&pre[..2 * lb]),
+            let (own_a, own_b) = ext.split_at_mut(if a_ext.is_none() { 2 * lb } else { 0 });
+            let ea: &[u32] = match a_ext {
+                Some(pre) => &pre[..2 * lb],
                 None => {
-                    for (p, e) in a.into_iter().zip(ea.chunks_mut(lb)) {
+                    for (p, e) in a.into_iter().zip(own_a.chunks_mut(lb)) {
                         self.extend_to_b_ntt(plans_q, p, e, scratch);
                     }
+                    own_a
                 }
-            }
-            // A square (`b` the very slices of `a`) extends once.
-            if std::ptr::eq(a[0], b[0]) && std::ptr::eq(a[1], b[1]) {
-                eb.copy_from_slice(ea);
+            };
+            let eb: &[u32] = if square {
+                ea
             } else {
-                for (p, e) in b.into_iter().zip(eb.chunks_mut(lb)) {
+                for (p, e) in b.into_iter().zip(own_b.chunks_mut(lb)) {
                     self.extend_to_b_ntt(plans_q, p, e, scratch);
                 }
-            }
-            let (a0b, rest) = ext.split_at(lb);
-            let (a1b, rest) = rest.split_at(lb);
-            let (b0b, b1b) = rest.split_at(lb);
+                own_b
+            };
+            let (a0b, a1b) = ea.split_at(lb);
+            let (b0b, b1b) = eb.split_at(lb);
             tensor(plans_q, n, [a[0], a[1]], [b[0], b[1]], tq);
             tensor(&self.plans_b, n, [a0b, a1b], [b0b, b1b], tb);
             // The tensor's Montgomery factor 2^-32 is undone by the inverse
