@@ -130,16 +130,20 @@ fn sharded_identify_equals_one_process_and_survives_a_replica() {
     }
     assert_eq!(seq, 11);
 
-    // The shards settle two and two.
+    // The shards settle two and two: B takes its half, and A lets go of
+    // it (until then both list the shards B took).
     let settled = Instant::now();
-    while held(&a.url).len() + held(&b.url).len() < 4 || held(&b.url).is_empty() {
+    let (ha, hb) = loop {
+        let (ha, hb) = (held(&a.url), held(&b.url));
+        if ha.len() + hb.len() == 4 && !hb.is_empty() && !ha.is_empty() {
+            break (ha, hb);
+        }
         assert!(
             settled.elapsed() < Duration::from_secs(20),
-            "shards never settled"
+            "shards never settled: A holds {ha:?}, B {hb:?}"
         );
         std::thread::sleep(Duration::from_millis(100));
-    }
-    let (ha, hb) = (held(&a.url), held(&b.url));
+    };
     assert_eq!((ha.len(), hb.len()), (2, 2), "A holds {ha:?}, B {hb:?}");
 
     // Through either replica: the single process's answer, exactly.
