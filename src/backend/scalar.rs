@@ -149,12 +149,29 @@ pub(crate) fn fits_one_sum(m: &Modulus, vectors: usize) -> bool {
 }
 
 /// How the vector `dot2_blocks` kernels gather a group of blocks' sums in
-/// one transpose: each lane's sum `s` (one accumulator, see
-/// [`fits_one_sum`]) folds to `(s mod 2^32) + ⌊s/2^32⌋·c` with
-/// `c = 2^32 mod q`, the same residue, and `lanes` folded sums are added in
-/// 64 bits. Returns `c`, or `None` where a sum could overflow.
+/// one transpose, for `len` words in `blocks` blocks, `width` residues per
+/// register and `lanes` 64-bit lanes (blocks per group): each lane's sum `s`
+/// (one accumulator, see [`fits_one_sum`]) folds to
+/// `(s mod 2^32) + ⌊s/2^32⌋·c` with `c = 2^32 mod q`, the same residue, and
+/// `lanes` folded sums are added in 64 bits. Returns `c` where the blocks
+/// are whole registers, come in whole groups and no sum can overflow;
+/// `None` otherwise (the kernel then sums block by block).
 #[cfg(bm_avx)]
-pub(crate) fn fold_constant(m: &Modulus, vectors: usize, lanes: usize) -> Option<u32> {
+pub(crate) fn fold_constant(
+    m: &Modulus,
+    len: usize,
+    blocks: usize,
+    width: usize,
+    lanes: usize,
+) -> Option<u32> {
+    if blocks == 0 {
+        return None;
+    }
+    let block = len / blocks;
+    if !block.is_multiple_of(width) || !blocks.is_multiple_of(lanes) {
+        return None;
+    }
+    let vectors = block / width;
     if !fits_one_sum(m, vectors) {
         return None;
     }

@@ -52,13 +52,10 @@ pub(crate) unsafe fn dot2_blocks(
     y: &[u32],
     sums: &mut [u32],
 ) {
-    let len = a.len() / sums.len().max(1);
-    let fold = (len.is_multiple_of(W) && sums.len().is_multiple_of(GROUP))
-        .then(|| scalar::fold_constant(m, len / W, GROUP))
-        .flatten();
-    if let Some(c) = fold {
+    if let Some(c) = scalar::fold_constant(m, a.len(), sums.len(), W, GROUP) {
+        let vectors = a.len() / sums.len() / W;
         // SAFETY: AVX-512F is enabled here.
-        unsafe { grouped(m, c, len / W, a, x, b, y, sums) };
+        unsafe { grouped(m, c, vectors, a, x, b, y, sums) };
         return;
     }
     // SAFETY: AVX-512F is enabled here, and so in the closure.
