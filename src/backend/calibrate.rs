@@ -7,6 +7,14 @@
 //! The wider backend ([`Backend::best`]) stays unless another one is at
 //! least [`MARGIN`] faster: on a noisy machine two backends within noise of
 //! each other would otherwise trade places from one start to the next.
+//!
+//! The timed buffers sit at different offsets in a page ([`STRIDE`]). Made
+//! one after the other, 16 KiB each, they sat 16 bytes apart in every page,
+//! and on a 2-core AMD EPYC with AVX-512 the AVX-512 products then ran 20 to
+//! 60 % slower in about one process in three (and the AVX2 ones less so),
+//! while the same kernels on other buffers of the same process did not: the
+//! calibration chose the AVX2 products, which made multiply + relinearize
+//! 6 % slower (bench/HISTORY.md).
 
 use std::time::Instant;
 
@@ -90,13 +98,20 @@ pub(crate) fn calibrate(candidates: &[Backend]) -> Calibration {
     }
 }
 
+/// Words from the start of one of [`Work`]'s buffers to the next: a
+/// degree's worth and five cache lines, so that no two start at the same
+/// offset in a page.
+const STRIDE: usize = N + 80;
+
+/// [`Work`]'s buffers: four inputs, then two outputs.
+const BUFFERS: usize = 6;
+
 /// The inputs and outputs the timed kernels work on, made once.
 struct Work {
     tables: NttTables,
     m: Modulus,
-    rows: [Vec<u32>; 4],
-    out: Vec<u32>,
-    acc: Vec<u32>,
+    /// Four rows of residues, then two outputs, [`STRIDE`] apart.
+    buffers: Vec<u32>,
     words: Vec<u32>,
     small: Vec<i8>,
     stream: [u32; chacha::BUF_WORDS],
@@ -108,17 +123,16 @@ impl Work {
         let m = Modulus::new(q as u64).expect("a prime below 2^30");
         let psi = primitive_root(N, q as u64).expect("an NTT prime");
         // A fixed, cheap fill: the kernels' time does not depend on values.
-        let row = |k: u32| -> Vec<u32> {
-            (0..N as u32)
-                .map(|i| i.wrapping_mul(0x9e37_79b9).wrapping_add(k) % q)
-                .collect()
-        };
+        let mut buffers = vec![0; BUFFERS * STRIDE];
+        for (k, row) in buffers.chunks_mut(STRIDE).take(4).enumerate() {
+            for (i, x) in row.iter_mut().enumerate() {
+                *x = (i as u32).wrapping_mul(0x9e37_79b9).wrapping_add(k as u32 + 1) % q;
+            }
+        }
         Work {
             tables: NttTables::for_root(m, N, psi),
             m,
-            rows: [row(1), row(2), row(3), row(4)],
-            out: vec![0; N],
-            acc: vec![0; N],
+            buffers,
             words: (0..N as u32).map(|i| i.wrapping_mul(0x85eb_ca6b)).collect(),
             small: vec![0; 3 * N / 4],
             stream: [0; chacha::BUF_WORDS],
@@ -130,37 +144,41 @@ impl Work {
     fn run(&mut self, family: Family, b: Backend) {
         let t = &self.tables;
         let m = &self.m;
-        let [r0, r1, r2, r3] = &self.rows;
+        let (rows, outs) = self.buffers.split_at_mut(4 * STRIDE);
+        let [r0, r1, r2, r3]: [&[u32]; 4] =
+            std::array::from_fn(|k| &rows[k * STRIDE..k * STRIDE + N]);
+        let (out, acc) = outs.split_at_mut(STRIDE);
+        let (out, acc) = (&mut out[..N], &mut acc[..N]);
         match family {
             Family::Transforms => {
-                self.out.copy_from_slice(r0);
-                b.forward(t, &mut self.out);
-                b.inverse(t, &mut self.out, &t.inv_unscaled());
+                out.copy_from_slice(r0);
+                b.forward(t, out);
+                b.inverse(t, out, &t.inv_unscaled());
             }
             Family::Products => {
-                b.mul(m, r0, r1, &mut self.out);
-                b.mul_acc_mont(m, r2, r3, &mut self.out);
-                b.mul_mont(m, r1, r2, &mut self.acc);
+                b.mul(m, r0, r1, out);
+                b.mul_acc_mont(m, r2, r3, out);
+                b.mul_mont(m, r1, r2, acc);
             }
             Family::Lincomb => {
-                let w: Vec<_> = [3, 5, 7, 11].iter().map(|&w| m.shoup(w)).collect();
-                b.lincomb(m, &[r0, r1, r2, r3], &w, &mut self.out);
+                let w = [3, 5, 7, 11].map(|w| m.shoup(w));
+                b.lincomb(m, &[r0, r1, r2, r3], &w, out);
             }
             Family::Dot => {
                 // The key holder's blocks: 32 of 128 words.
-                b.dot2_blocks(m, r0, r1, r2, r3, &mut self.out[..32]);
+                b.dot2_blocks(m, r0, r1, r2, r3, &mut out[..32]);
             }
             Family::Rounding => {
                 let c = [0.25, 0.5, 0.125, 0.0625];
-                b.round_weighted_sum(&[r0, r1, r2, r3], &c, &mut self.out);
-                b.floor_frac_sum(&[r0, r1, r2, r3], &c, &mut self.acc);
+                b.round_weighted_sum(&[r0, r1, r2, r3], &c, out);
+                b.floor_frac_sum(&[r0, r1, r2, r3], &c, acc);
             }
             Family::Sampling => {
                 chacha::blocks(b, &[7; 8], 0, &mut self.stream);
-                b.take_below(&self.words, 2, m.value(), &mut self.out);
+                b.take_below(&self.words, 2, m.value(), out);
                 b.cbd(&self.words, &mut self.small);
             }
         }
-        std::hint::black_box(&self.out);
+        std::hint::black_box(&self.buffers);
     }
 }
