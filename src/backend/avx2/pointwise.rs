@@ -239,9 +239,14 @@ pub(crate) unsafe fn lincomb(
 ) {
     let n = out.len();
     assert!(inputs.iter().all(|x| x.len() >= n) && inputs.len() == weights.len());
-    if inputs.len() < 3 {
-        // SAFETY: AVX2, as this function's caller guarantees.
-        return unsafe { lincomb_shoup(m, inputs, weights, out) };
+    // SAFETY (each arm): AVX2, as this function's caller guarantees.
+    match inputs.len() {
+        0..=2 => return unsafe { lincomb_shoup(m, inputs, weights, out) },
+        3 => return unsafe { lincomb_terms::<3>(m, inputs, weights, out) },
+        4 => return unsafe { lincomb_terms::<4>(m, inputs, weights, out) },
+        5 => return unsafe { lincomb_terms::<5>(m, inputs, weights, out) },
+        6 => return unsafe { lincomb_terms::<6>(m, inputs, weights, out) },
+        _ => {}
     }
     let mont: Vec<u32> = weights.iter().map(|w| m.to_montgomery(w.value)).collect();
     let whole = n / 8 * 8;
@@ -276,6 +281,63 @@ pub(crate) unsafe fn lincomb(
             }
             if _mm256_movemask_ps(_mm256_castsi256_ps(seen)) == 0 {
                 _mm256_storeu_si256(out.as_mut_ptr().add(b).cast(), csub(acc, q));
+            } else {
+                lincomb_shoup(m, &scalar::tails(inputs, b), weights, &mut out[b..b + 8]);
+            }
+            b += 8;
+        }
+    }
+    if whole < n {
+        scalar::lincomb(m, &scalar::tails(inputs, whole), weights, &mut out[whole..]);
+    }
+}
+
+/// [`lincomb`] for `K <= MONT_TERMS` inputs: one Montgomery reduction per
+/// block, the inputs' addresses and the weights held in registers across
+/// the blocks.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+unsafe fn lincomb_terms<const K: usize>(
+    m: &Modulus,
+    inputs: &[&[u32]],
+    weights: &[ShoupConstant],
+    out: &mut [u32],
+) {
+    const { assert!(K <= MONT_TERMS) };
+    let n = out.len();
+    assert!(inputs.len() == K && weights.len() == K && inputs.iter().all(|x| x.len() >= n));
+    let from: [*const u32; K] = core::array::from_fn(|k| inputs[k].as_ptr());
+    let whole = n / 8 * 8;
+    // SAFETY (whole block): AVX2 is enabled here. Every input holds at least
+    // `n` values (asserted above) and `b + 8 <= whole <= n`, so each unaligned
+    // load and store stays inside its slice.
+    unsafe {
+        let w: [__m256i; K] =
+            core::array::from_fn(|k| _mm256_set1_epi32(m.to_montgomery(weights[k].value) as i32));
+        let q = _mm256_set1_epi32(m.value() as i32);
+        let two_q = _mm256_set1_epi32((2 * m.value()) as i32);
+        let q_neg_inv = _mm256_set1_epi32(m.q_neg_inv() as i32);
+        let mut b = 0;
+        while b < whole {
+            let mut seen = _mm256_setzero_si256();
+            // 64-bit sums: even lanes in `even`, odd lanes in `odd`.
+            let (mut even, mut odd) = (_mm256_setzero_si256(), _mm256_setzero_si256());
+            for k in 0..K {
+                let v = _mm256_loadu_si256(from[k].add(b).cast());
+                seen = _mm256_or_si256(seen, v);
+                even = _mm256_add_epi64(even, _mm256_mul_epu32(v, w[k]));
+                odd = _mm256_add_epi64(odd, _mm256_mul_epu32(_mm256_srli_epi64::<32>(v), w[k]));
+            }
+            if _mm256_movemask_ps(_mm256_castsi256_ps(seen)) == 0 {
+                // (s + m·q) / 2^32 with m = s·(−q^-1) mod 2^32, in [0, 4q).
+                let te =
+                    _mm256_add_epi64(even, _mm256_mul_epu32(_mm256_mul_epu32(even, q_neg_inv), q));
+                let to =
+                    _mm256_add_epi64(odd, _mm256_mul_epu32(_mm256_mul_epu32(odd, q_neg_inv), q));
+                let r = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<32>(te), to);
+                _mm256_storeu_si256(out.as_mut_ptr().add(b).cast(), csub(csub(r, two_q), q));
             } else {
                 lincomb_shoup(m, &scalar::tails(inputs, b), weights, &mut out[b..b + 8]);
             }
