@@ -324,7 +324,7 @@ impl Evaluator {
         let mut d = self.tensor_to_coeff(&a.ct, Some(&a.ext), b)?;
         let plans = self.params.plans_q();
         let n = self.params.degree();
-        let mut scratch = super::poly::pool::zeroed(2 * n);
+        let mut scratch = super::poly::pool::zeroed(3 * n);
         for p in d.iter_mut() {
             for top in (level..p.limbs()).rev() {
                 super::keyswitch::drop_last_prime_coeff(

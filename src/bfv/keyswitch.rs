@@ -280,30 +280,11 @@ pub(crate) fn drop_last_prime_in<P: Borrow<NttPlan>>(
     x: &mut [u32],
     scratch: &mut [u32],
 ) {
-    drop_last_prime_with(plans, x, scratch, true);
-}
-
-/// [`drop_last_prime_in`] for coefficient-form residues: the same rounding,
-/// without the transforms.
-pub(crate) fn drop_last_prime_coeff<P: Borrow<NttPlan>>(
-    plans: &[P],
-    x: &mut [u32],
-    scratch: &mut [u32],
-) {
-    drop_last_prime_with(plans, x, scratch, false);
-}
-
-fn drop_last_prime_with<P: Borrow<NttPlan>>(
-    plans: &[P],
-    x: &mut [u32],
-    scratch: &mut [u32],
-    ntt: bool,
-) {
     let l = plans.len() - 1;
     let n = x.len() / plans.len();
     let p = plans[l].borrow().modulus().value();
     let (last, lifted) = scratch[..2 * n].split_at_mut(n);
-    let half = lifted_last_limb(plans[l].borrow(), &x[l * n..], last, ntt);
+    let half = lifted_last_limb(plans[l].borrow(), &x[l * n..], last, true);
     for (j, plan) in plans.iter().enumerate().take(l) {
         let plan = plan.borrow();
         let m = plan.modulus();
@@ -314,9 +295,7 @@ fn drop_last_prime_with<P: Borrow<NttPlan>>(
         for d in lifted.iter_mut() {
             *d = m.sub(*d, half_j);
         }
-        if ntt {
-            plan.forward(lifted);
-        }
+        plan.forward(lifted);
         // (x - lifted) · p^-1, through `lifted` as the difference.
         let p_inv = m.shoup(m.inv(m.reduce_u32(p)));
         let xj = &mut x[j * n..(j + 1) * n];
@@ -327,10 +306,85 @@ fn drop_last_prime_with<P: Borrow<NttPlan>>(
     }
 }
 
+/// [`drop_last_prime_in`] for coefficient-form residues: the same rounding,
+/// without the transforms, in one linear combination per prime:
+/// `(x_j - [x]_p)·p^-1 = x_j·p^-1 - ([x]_p + p/2)·p^-1 + (p/2)·p^-1`, the
+/// last term over a row of ones. `scratch` holds at least `3·n` words.
+pub(crate) fn drop_last_prime_coeff<P: Borrow<NttPlan>>(
+    plans: &[P],
+    x: &mut [u32],
+    scratch: &mut [u32],
+) {
+    let l = plans.len() - 1;
+    let n = x.len() / plans.len();
+    let p = plans[l].borrow().modulus().value();
+    let (last, rest) = scratch[..3 * n].split_at_mut(n);
+    let (ones, out) = rest.split_at_mut(n);
+    let half = lifted_last_limb(plans[l].borrow(), &x[l * n..], last, false);
+    ones.fill(1);
+    for (j, plan) in plans.iter().enumerate().take(l) {
+        let plan = plan.borrow();
+        let m = plan.modulus();
+        let p_inv = m.inv(m.reduce_u32(p));
+        let weights = [p_inv, m.neg(p_inv), m.mul(m.reduce_u32(half), p_inv)].map(|w| m.shoup(w));
+        let xj = &mut x[j * n..(j + 1) * n];
+        plan.backend().lincomb(m, &[xj, last, ones], &weights, out);
+        xj.copy_from_slice(out);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bfv::poly::{Coeff, Ntt};
     use crate::bfv::{RelinKey, SecretKey};
+
+    /// Dropping the last prime in coefficient form rounds as it does in NTT
+    /// form, word for word once transformed, and both give `round(x/p)`
+    /// of the integer `x` the residues stand for.
+    #[cfg_attr(target_arch = "wasm32", wasm_bindgen_test::wasm_bindgen_test)]
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    fn both_forms_drop_the_last_prime_alike() {
+        let params = Params::auth4096();
+        let plans = params.plans_q();
+        let n = params.degree();
+        let l = plans.len();
+        let mut rng = Prng::from_seed([6; 32]);
+        let x_ntt = expand_uniform(rng.seed(), plans, n);
+        let x = x_ntt.clone().into_coeff(plans);
+        let mut coeff = x.as_slice().to_vec();
+        drop_last_prime_coeff(plans, &mut coeff, &mut vec![0; 3 * n]);
+        let mut ntt = x_ntt.as_slice().to_vec();
+        drop_last_prime_in(plans, &mut ntt, &mut vec![0; 2 * n]);
+        let coeff = RnsPoly::<Coeff>::from_raw(coeff[..(l - 1) * n].to_vec(), n);
+        let ntt = RnsPoly::<Ntt>::from_raw(ntt[..(l - 1) * n].to_vec(), n);
+        assert!(
+            coeff.clone().into_ntt(&plans[..l - 1]) == ntt,
+            "the forms differ"
+        );
+        // Against the integers, through the first coefficients: x from its
+        // residues by the CRT, then rounded, then reduced.
+        let q: Vec<u128> = plans.iter().map(|p| p.modulus().value() as u128).collect();
+        let big_q: u128 = q.iter().product();
+        for i in 0..8 {
+            let mut v = 0u128;
+            for (j, &qj) in q.iter().enumerate() {
+                let others = big_q / qj;
+                let m = plans[j].modulus();
+                let inv = m.inv(m.reduce_u32((others % qj) as u32)) as u128;
+                v = (v + x.limb(j)[i] as u128 * inv % qj * others) % big_q;
+            }
+            let p = q[l - 1];
+            let rounded = (v + p / 2) / p;
+            for (j, &qj) in q.iter().enumerate().take(l - 1) {
+                assert_eq!(
+                    coeff.limb(j)[i] as u128,
+                    rounded % qj,
+                    "coefficient {i}, prime {j}"
+                );
+            }
+        }
+    }
 
     /// Reading each digit's own-prime transform from `c`'s NTT form gives
     /// the same switch, word for word, as transforming the digit.
