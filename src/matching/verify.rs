@@ -19,7 +19,6 @@ use crate::bfv::{
 };
 use crate::error::MatchError;
 
-use super::pack::is_score_position;
 use super::ScoreReply;
 
 /// Server-side 1:1 verification for one parameter set and dimension.
@@ -176,16 +175,11 @@ impl Verifier {
         let t = self.params.plaintext_modulus();
         // One draw per coefficient, the score positions' discarded, so that
         // the stream does not depend on the layout.
-        let coeffs: Vec<u32> = (0..self.params.degree())
-            .map(|i| {
-                let r = super::wellformed::uniform_mod(rng, t);
-                if is_score_position(self.dim, i) {
-                    0
-                } else {
-                    r
-                }
-            })
-            .collect();
+        let mut coeffs = vec![0u32; self.params.degree()];
+        super::wellformed::fill_uniform_mod(rng, t, &mut coeffs);
+        for block in coeffs.chunks_exact_mut(self.dim) {
+            block[self.dim - 1] = 0;
+        }
         Ok(crate::bfv::Plaintext::from_coeffs(&self.params, &coeffs)?)
     }
 }

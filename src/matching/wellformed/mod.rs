@@ -250,8 +250,9 @@ pub struct CheckReplies {
 
 /// A draw uniform in `[0, t)`: Lemire's multiply-and-reject, the high half
 /// of `x·t` once draws whose low half falls below `(2^32 − t) mod t` are
-/// discarded (for t = 65537, 1 in 65537); one draw and one multiply, no
-/// division, and rejection depends only on discarded draws.
+/// discarded (for t = 65537 that bound is 1: one draw in 2^32); one draw
+/// and one multiply, no division, and rejection depends only on discarded
+/// draws.
 pub(crate) fn uniform_mod(rng: &mut Prng, t: u32) -> u32 {
     let threshold = t.wrapping_neg() % t;
     loop {
@@ -259,6 +260,36 @@ pub(crate) fn uniform_mod(rng: &mut Prng, t: u32) -> u32 {
         if m as u32 >= threshold {
             return (m >> 32) as u32;
         }
+    }
+}
+
+/// `out.len()` draws of [`uniform_mod`], in order: the same values from the
+/// same words, read from the generator's buffer a run at a time. A run in
+/// which no word is refused (all but one in about 2^32 / run length for
+/// t = 65537) is taken whole, in a loop the compiler vectorizes; one with a
+/// refusal gives its first value through [`uniform_mod`], and the next run
+/// starts after it.
+pub(crate) fn fill_uniform_mod(rng: &mut Prng, t: u32, out: &mut [u32]) {
+    let threshold = t.wrapping_neg() % t;
+    let low = |w: u32| (w as u64 * t as u64) as u32;
+    let mut i = 0;
+    while i < out.len() {
+        let words = rng.unread_words();
+        let k = words.len().min(out.len() - i);
+        let run = &words[..k];
+        if run
+            .iter()
+            .fold(false, |refused, &w| refused | (low(w) < threshold))
+        {
+            out[i] = uniform_mod(rng, t);
+            i += 1;
+            continue;
+        }
+        for (o, &w) in out[i..i + k].iter_mut().zip(run) {
+            *o = ((w as u64 * t as u64) >> 32) as u32;
+        }
+        rng.consume(k);
+        i += k;
     }
 }
 
@@ -441,7 +472,8 @@ impl Checker {
             self.layout.ciphertexts_per_sample(),
         );
         // coeff_0(P·ρ) = ρ_0·P_0 − Σ_{p≥1} ρ_{n−p}·P_p: weight w_p on P_p.
-        let w: Vec<u32> = (0..n).map(|_| uniform_mod(rng, t)).collect();
+        let mut w = vec![0u32; n];
+        fill_uniform_mod(rng, t, &mut w);
         let mut rho = vec![0u32; n];
         rho[0] = w[0];
         for p in 1..n {

@@ -565,3 +565,22 @@ fn bundles_and_check_replies_survive_their_wire_forms() {
     let other = setup(d, 10);
     assert!(back.judge(&other.sk, &other.q).unwrap().is_err());
 }
+
+/// A filled run of draws is the same, value for value, as drawing one at a
+/// time from the same stream, for t = 65537 (a refusal every 2^32 words) and
+/// for a modulus that refuses about half the words.
+#[test]
+fn filled_draws_are_single_draws() {
+    for t in [65537, (1 << 31) + 1, 3] {
+        let mut one = Prng::from_seed([4; 32]);
+        let mut run = Prng::from_seed([4; 32]);
+        // Past a buffer refill, and starting mid-buffer.
+        let _ = (one.next_u32(), run.next_u32());
+        let want: Vec<u32> = (0..5000).map(|_| uniform_mod(&mut one, t)).collect();
+        let mut got = vec![0; 5000];
+        fill_uniform_mod(&mut run, t, &mut got);
+        assert_eq!(got, want, "t = {t}");
+        assert!(got.iter().all(|&v| v < t));
+        assert_eq!(one.next_u32(), run.next_u32(), "t = {t}: the streams part");
+    }
+}
