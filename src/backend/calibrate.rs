@@ -126,7 +126,10 @@ impl Work {
         let mut buffers = vec![0; BUFFERS * STRIDE];
         for (k, row) in buffers.chunks_mut(STRIDE).take(4).enumerate() {
             for (i, x) in row.iter_mut().enumerate() {
-                *x = (i as u32).wrapping_mul(0x9e37_79b9).wrapping_add(k as u32 + 1) % q;
+                *x = (i as u32)
+                    .wrapping_mul(0x9e37_79b9)
+                    .wrapping_add(k as u32 + 1)
+                    % q;
             }
         }
         Work {
