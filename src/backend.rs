@@ -416,6 +416,17 @@ impl Backend {
         dispatch!(self.of(Family::Transforms), inverse(t, a, s))
     }
 
+    /// [`Backend::inverse`] of `from` into `a`, the input left as it was:
+    /// on AVX2 and AVX-512 the first pass reads `from`; elsewhere a copy,
+    /// then the transform in place.
+    pub(crate) fn inverse_from(self, t: &NttTables, from: &[u32], a: &mut [u32], s: &InvScale) {
+        debug_assert_eq!(a.len(), t.n);
+        dispatch!(self.of(Family::Transforms), inverse_from(t, from, a, s), [avx2, avx512], else {
+            a.copy_from_slice(from);
+            self.inverse(t, a, s)
+        })
+    }
+
     /// `out[i] = a[i] · b[i] mod q` for inputs in `[0, q)`.
     ///
     /// # Panics

@@ -124,6 +124,21 @@ impl NttPlan {
             .inverse(&self.tables, a, &self.tables.inv_scale(factor));
     }
 
+    /// [`Self::inverse_scaled`] of `from` into `a` (`from` unchanged), with
+    /// no copy where the backend's first pass can read `from`.
+    ///
+    /// # Panics
+    /// If `from` or `a` is not of length `n`.
+    pub fn inverse_scaled_from(&self, from: &[u32], a: &mut [u32], factor: u32) {
+        assert!(
+            from.len() == self.tables.n && a.len() == self.tables.n,
+            "NttPlan::inverse_scaled_from: wrong length"
+        );
+        count::record_inverse();
+        self.backend
+            .inverse_from(&self.tables, from, a, &self.tables.inv_scale(factor));
+    }
+
     /// `out[i] = a[i] · b[i] mod q`, inputs in `[0, q)`.
     ///
     /// # Panics

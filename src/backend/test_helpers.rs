@@ -163,7 +163,8 @@ fn tables(n: usize, q: u32) -> NttTables {
     NttTables::new(m, fwd, inv)
 }
 
-/// Forward, inverse and scaled inverse transforms at degrees 1024 and 4096.
+/// Forward, inverse and scaled inverse transforms (in place and out of
+/// place) at degrees 1024 and 4096.
 pub(crate) fn check_ntt() {
     let mut rng = Rng::new(1);
     for n in [1024, 4096] {
@@ -181,6 +182,12 @@ pub(crate) fn check_ntt() {
                 let mut back = want.clone();
                 Backend::scalar().inverse(&t, &mut back, &t.inv_unscaled());
                 assert_eq!(back, a, "scalar inverse(forward) n={n} q={q}");
+                for b in std::iter::once(Backend::scalar()).chain(backends()) {
+                    // Out of place: the input unchanged, the output the same.
+                    let mut got = vec![7; n];
+                    b.inverse_from(&t, &a, &mut got, &scale);
+                    assert_eq!(got, want_scaled, "inverse_from n={n} q={q} {b:?}");
+                }
                 for b in backends() {
                     let mut got = a.clone();
                     b.forward(&t, &mut got);

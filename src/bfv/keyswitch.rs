@@ -220,9 +220,10 @@ fn level_plans(params: &Params, l: usize) -> Vec<&NttPlan> {
 /// `(-p/2, p/2]` makes the rounding to nearest: each prime adds `p/2` here
 /// and subtracts it again, branch-free.
 fn lifted_last_limb(p_plan: &NttPlan, x_last: &[u32], last: &mut [u32], ntt: bool) -> u32 {
-    last.copy_from_slice(x_last);
     if ntt {
-        p_plan.inverse(last);
+        p_plan.inverse_scaled_from(x_last, last, 1);
+    } else {
+        last.copy_from_slice(x_last);
     }
     let half = p_plan.modulus().value() / 2;
     let pm = p_plan.modulus();

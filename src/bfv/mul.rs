@@ -334,9 +334,13 @@ impl MulConsts {
         let (y, rest) = scratch.split_at_mut(l * n);
         // The conversion's first step, x_i·(Q/q_i)^-1, rides on the inverse
         // transforms' last layer.
-        y.copy_from_slice(p);
-        for ((limb, plan), f) in y.chunks_mut(n).zip(plans_q).zip(&self.q_to_b.f_tilde) {
-            plan.inverse_scaled(limb, f.value);
+        for (((limb, from), plan), f) in y
+            .chunks_mut(n)
+            .zip(p.chunks(n))
+            .zip(plans_q)
+            .zip(&self.q_to_b.f_tilde)
+        {
+            plan.inverse_scaled_from(from, limb, f.value);
         }
         self.q_to_b.convert(y, out, n, &mut rest[..n]);
         for (limb, plan) in out.chunks_mut(n).zip(&self.plans_b) {

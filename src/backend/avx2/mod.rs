@@ -39,7 +39,7 @@ pub(crate) use dot::{dot2, dot2_blocks};
 pub(crate) use pointwise::{
     cbd, floor_frac_sum, lincomb, mul, mul_acc, mul_streaming, mul_sum, round_weighted_sum,
 };
-pub(crate) use transforms::{forward, inverse};
+pub(crate) use transforms::{forward, inverse, inverse_from};
 
 use crate::backend::tables::NttTables;
 

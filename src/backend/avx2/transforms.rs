@@ -76,14 +76,18 @@ unsafe fn fwd_lanes(t: &NttTables, v: &mut [[u32; 8]], c: Consts) {
 // Inverse transform.
 
 /// The first three stages (gaps 1, 2, 4), one 64-coefficient block at a time,
-/// transposed as in [`fwd_lanes`]. Safety: AVX2.
+/// transposed as in [`fwd_lanes`]; each block read from `from` when given
+/// (the same length as `v`), else from `v`. Safety: AVX2.
 #[inline(always)]
-unsafe fn inv_lanes(t: &NttTables, v: &mut [[u32; 8]], c: Consts) {
+unsafe fn inv_lanes(t: &NttTables, from: Option<&[[u32; 8]]>, v: &mut [[u32; 8]], c: Consts) {
     let lanes = t.simd.avx2.inv_lanes.chunks_exact(LANE_VECTORS);
-    for (block, lanes) in v.chunks_exact_mut(8).zip(lanes) {
+    for (k, (block, lanes)) in v.chunks_exact_mut(8).zip(lanes).enumerate() {
         // SAFETY (whole block): the caller runs on a CPU with AVX2.
         unsafe {
-            let mut x = transpose(load_block(block));
+            let mut x = transpose(match from {
+                Some(from) => load_block(&from[k * 8..(k + 1) * 8]),
+                None => load_block(block),
+            });
             inv_block_stage(&mut x, 1, &lane_twiddles(lanes, 0, 4), c);
             inv_block_stage(&mut x, 2, &lane_twiddles(lanes, 4, 2), c);
             inv_block_stage(&mut x, 4, &lane_twiddles(lanes, 6, 1), c);
@@ -196,15 +200,37 @@ pub(crate) unsafe fn forward(t: &NttTables, a: &mut [u32]) {
 /// The CPU supports AVX2.
 #[target_feature(enable = "avx2")]
 pub(crate) unsafe fn inverse(t: &NttTables, a: &mut [u32], s: &InvScale) {
+    // SAFETY: AVX2, as this function's caller guarantees.
+    unsafe { inverse_with(t, None, a, s) }
+}
+
+/// [`inverse`] of `from` into `a`: the first pass reads `from`, so the
+/// input needs no copy.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn inverse_from(t: &NttTables, from: &[u32], a: &mut [u32], s: &InvScale) {
+    assert_eq!(from.len(), a.len());
+    // SAFETY: AVX2, as this function's caller guarantees.
+    unsafe { inverse_with(t, Some(from), a, s) }
+}
+
+#[target_feature(enable = "avx2")]
+unsafe fn inverse_with(t: &NttTables, from: Option<&[u32]>, a: &mut [u32], s: &InvScale) {
     debug_assert_eq!(a.len(), t.n);
     if t.n < MIN_N {
+        if let Some(from) = from {
+            a.copy_from_slice(from);
+        }
         return scalar::inverse(t, a, s);
     }
+    let from = from.map(|f| split_vectors(f).0);
     let (v, _) = split_vectors_mut(a);
     // SAFETY (whole block): AVX2 is enabled here, and the helpers need no more.
     unsafe {
         let c = Consts::new(t.modulus.value());
-        inv_lanes(t, v, c);
+        inv_lanes(t, from, v, c);
         // Groups of the next stage (gap 8); the stages from there go over
         // memory in pairs, and the last pass applies n^-1.
         let mut groups = t.n / 16;

@@ -106,14 +106,18 @@ unsafe fn fwd_lanes(t: &NttTables, v: &mut [[u32; W]], c: Consts) {
 // Inverse transform.
 
 /// The first four stages (gaps 1, 2, 4, 8), one 256-coefficient block at a
-/// time, transposed as in [`fwd_lanes`]. Safety: AVX-512F.
+/// time, transposed as in [`fwd_lanes`]; each block read from `from` when
+/// given (the same length as `v`), else from `v`. Safety: AVX-512F.
 #[inline(always)]
-unsafe fn inv_lanes(t: &NttTables, v: &mut [[u32; W]], c: Consts) {
+unsafe fn inv_lanes(t: &NttTables, from: Option<&[[u32; W]]>, v: &mut [[u32; W]], c: Consts) {
     let lanes = t.simd.avx512.inv_lanes.chunks_exact(LANE_VECTORS);
-    for (block, lanes) in v.chunks_exact_mut(W).zip(lanes) {
+    for (k, (block, lanes)) in v.chunks_exact_mut(W).zip(lanes).enumerate() {
         // SAFETY (whole block): the caller runs on a CPU with AVX-512F.
         unsafe {
-            let mut x = transpose(load_block(block));
+            let mut x = transpose(match from {
+                Some(from) => load_block(&from[k * W..(k + 1) * W]),
+                None => load_block(block),
+            });
             block_stage!(
                 inv_butterfly,
                 x,
@@ -256,16 +260,38 @@ pub(crate) unsafe fn forward(t: &NttTables, a: &mut [u32]) {
 /// The CPU supports AVX-512F.
 #[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn inverse(t: &NttTables, a: &mut [u32], s: &InvScale) {
+    // SAFETY: AVX-512F, as this function's caller guarantees.
+    unsafe { inverse_with(t, None, a, s) }
+}
+
+/// [`inverse`] of `from` into `a`: the first pass reads `from`, so the
+/// input needs no copy.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn inverse_from(t: &NttTables, from: &[u32], a: &mut [u32], s: &InvScale) {
+    assert_eq!(from.len(), a.len());
+    // SAFETY: AVX-512F, as this function's caller guarantees.
+    unsafe { inverse_with(t, Some(from), a, s) }
+}
+
+#[target_feature(enable = "avx512f")]
+unsafe fn inverse_with(t: &NttTables, from: Option<&[u32]>, a: &mut [u32], s: &InvScale) {
     debug_assert_eq!(a.len(), t.n);
     if t.n < MIN_N {
+        if let Some(from) = from {
+            a.copy_from_slice(from);
+        }
         return scalar::inverse(t, a, s);
     }
+    let from = from.map(|f| split_vectors(f).0);
     let (v, _) = split_vectors_mut(a);
     // SAFETY (whole block): AVX-512F is enabled here, and the helpers need no
     // more.
     unsafe {
         let c = Consts::new(t.modulus.value());
-        inv_lanes(t, v, c);
+        inv_lanes(t, from, v, c);
         // Groups of the next stage (gap 16); the stages from there go over
         // memory in pairs, and the last pass applies n^-1.
         let mut groups = t.n / (2 * W);
