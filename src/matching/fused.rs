@@ -245,9 +245,12 @@ impl FusedScorer {
     /// The residues of the score coefficients of `ct·probe`, decrypted:
     /// `rows[i·blocks + m]` is coefficient `d·m + d − 1` mod prime `i`.
     /// `ct` is at this scorer's level; `sums` (`n/d` words) is scratch.
+    /// `next`, the ciphertext scored after this one (same level), is
+    /// prefetched a prime at a time as this one is read.
     pub(crate) fn score_residues(
         &self,
         ct: &Ciphertext,
+        next: Option<&Ciphertext>,
         probe: &FusedProbe,
         rows: &mut [u32],
         sums: &mut [u32],
@@ -259,7 +262,13 @@ impl FusedScorer {
             let (p0, p1) = pp.split_at(n);
             let (a, b) = (ct.residues(0, i), ct.residues(1, i));
             let (m, backend) = (plan.modulus(), plan.backend());
-            backend.dot2_blocks(m, a, p0, b, p1, sums);
+            match next {
+                Some(next) => {
+                    let ahead = (next.residues(0, i), next.residues(1, i));
+                    backend.dot2_blocks_ahead(m, a, p0, b, p1, sums, ahead);
+                }
+                None => backend.dot2_blocks(m, a, p0, b, p1, sums),
+            }
             let out = &mut rows[i * self.blocks..(i + 1) * self.blocks];
             t.combine.apply(m, sums, out);
         }
@@ -367,7 +376,7 @@ mod tests {
                 let fp = f.prepare(&params, &probe, &sk);
                 assert_eq!(format!("{fp:?}"), "FusedProbe { .. }");
                 let mut rows = vec![0u32; level * blocks];
-                f.score_residues(&ct, &fp, &mut rows, &mut vec![0; blocks]);
+                f.score_residues(&ct, None, &fp, &mut rows, &mut vec![0; blocks]);
                 let mut prod = crate::bfv::Ciphertext::new(&params, Vec::new());
                 ev.multiply_plain_into(&ct, &probe, &mut prod).unwrap();
                 let phase = sk.phase(&prod).unwrap();

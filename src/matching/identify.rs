@@ -574,15 +574,19 @@ impl Identifier {
             // with per-thread scratch for the residues.
             Some(f) => {
                 let fp = f.prepare(&self.params, &probe, sk);
+                // Each ciphertext with the one after it, which the pass
+                // prefetches as it reads this one.
+                let nexts = gallery.cts.iter().skip(1).map(Some).chain([None]);
+                let pairs: Vec<_> = gallery.cts.iter().zip(nexts).collect();
                 crate::parallel::par_chunks_init(
-                    &gallery.cts,
+                    &pairs,
                     &mut scores,
                     per,
                     || (vec![0u32; f.limbs() * per], vec![0u32; per]),
-                    |(rows, raw), ct, out| {
+                    |(rows, raw), &(ct, next), out| {
                         // `raw` is the block sums' scratch before it
                         // receives the rounded scores.
-                        f.score_residues(ct, &fp, rows, raw);
+                        f.score_residues(ct, next, &fp, rows, raw);
                         crate::bfv::round_residue_rows_to_t(&self.params, rows, raw);
                         self.centre_into(raw, out);
                         Ok::<_, MatchError>(())

@@ -53,11 +53,12 @@ pub(crate) unsafe fn dot2_blocks(
     b: &[u32],
     y: &[u32],
     sums: &mut [u32],
+    ahead: (isize, isize),
 ) {
     if let Some(c) = scalar::fold_constant(m, a.len(), sums.len(), W, GROUP) {
         let vectors = a.len() / sums.len() / W;
         // SAFETY: AVX2 is enabled here.
-        unsafe { grouped(m, c, vectors, a, x, b, y, sums) };
+        unsafe { grouped(m, c, vectors, a, x, b, y, sums, ahead) };
         return;
     }
     // SAFETY: AVX2 is enabled here, and so in the closure.
@@ -80,6 +81,7 @@ unsafe fn grouped(
     b: &[u32],
     y: &[u32],
     sums: &mut [u32],
+    ahead: (isize, isize),
 ) {
     let (av, xv) = (split_vectors(a).0, split_vectors(x).0);
     let (bv, yv) = (split_vectors(b).0, split_vectors(y).0);
@@ -99,7 +101,7 @@ unsafe fn grouped(
             let blocks = blocks.zip(b.chunks_exact(vectors).zip(y.chunks_exact(vectors)));
             for (s, ((a, x), (b, y))) in acc.iter_mut().zip(blocks) {
                 for (((a, x), b), y) in a.iter().zip(x).zip(b).zip(y) {
-                    *s = _mm256_add_epi64(*s, dot_step(a, x, b, y));
+                    *s = _mm256_add_epi64(*s, dot_step(a, x, b, y, ahead));
                 }
                 *s = _mm256_add_epi64(
                     _mm256_and_si256(*s, low),
@@ -154,13 +156,28 @@ unsafe fn dot2_block(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) ->
         let lanes = av.iter().zip(xv).zip(bv).zip(yv);
         if fits_one_sum(m, av.len()) {
             for (((a, x), b), y) in lanes {
-                lo = _mm256_add_epi64(lo, dot_step(a, x, b, y));
+                lo = _mm256_add_epi64(
+                    lo,
+                    dot_step(
+                        a,
+                        x,
+                        b,
+                        y,
+                        (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize),
+                    ),
+                );
             }
             hi = _mm256_srli_epi64(lo, 32);
             lo = _mm256_and_si256(lo, low);
         } else {
             for (((a, x), b), y) in lanes {
-                let s = dot_step(a, x, b, y);
+                let s = dot_step(
+                    a,
+                    x,
+                    b,
+                    y,
+                    (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize),
+                );
                 lo = _mm256_add_epi64(lo, _mm256_and_si256(s, low));
                 hi = _mm256_add_epi64(hi, _mm256_srli_epi64(s, 32));
             }
@@ -188,13 +205,20 @@ unsafe fn hsum_epi64(v: __m256i) -> u64 {
 }
 
 /// `a·x + b·y` in each 64-bit lane's even and odd halves, summed: four
-/// products below `2^60`. Prefetches ahead of `a` and `b`. Safety: AVX2.
+/// products below `2^60`. Prefetches `ahead` words (signed) past `a` and
+/// `b`. Safety: AVX2.
 #[inline(always)]
-unsafe fn dot_step(a: &[u32; 8], x: &[u32; 8], b: &[u32; 8], y: &[u32; 8]) -> __m256i {
+unsafe fn dot_step(
+    a: &[u32; 8],
+    x: &[u32; 8],
+    b: &[u32; 8],
+    y: &[u32; 8],
+    ahead: (isize, isize),
+) -> __m256i {
     // SAFETY: the caller runs on a CPU with AVX2; the prefetches are hints.
     unsafe {
-        _mm_prefetch::<_MM_HINT_T1>(a.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
-        _mm_prefetch::<_MM_HINT_T1>(b.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
+        _mm_prefetch::<_MM_HINT_T1>(a.as_ptr().wrapping_offset(ahead.0).cast());
+        _mm_prefetch::<_MM_HINT_T1>(b.as_ptr().wrapping_offset(ahead.1).cast());
         let (a, x, b, y) = (load(a), load(x), load(b), load(y));
         let even = _mm256_add_epi64(_mm256_mul_epu32(a, x), _mm256_mul_epu32(b, y));
         let odd = _mm256_add_epi64(
