@@ -728,28 +728,14 @@ impl Backend {
         y: &[u32],
         sums: &mut [u32],
     ) {
-        let n = a.len();
-        assert!(
-            x.len() == n
-                && b.len() == n
-                && y.len() == n
-                && !sums.is_empty()
-                && n.is_multiple_of(sums.len()),
-            "Backend::dot2_blocks: length mismatch"
-        );
-        #[cfg(bm_avx)]
-        let fits = m.value() < 1 << 30 && n / sums.len() < 1 << 24;
-        #[cfg(bm_avx)]
-        let ahead = (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize);
-        dispatch!(self.of(Family::Dot), dot2_blocks(m, a, x, b, y, sums, ahead), [avx2, avx512] if fits,
-        else scalar::each_block(a, x, b, y, sums, |a, x, b, y| self.dot2(m, a, x, b, y)))
+        self.dot2_blocks_ahead(m, a, x, b, y, sums, None);
     }
 
-    /// [`Backend::dot2_blocks`] followed by a call on `next` (the next
-    /// ciphertext's `a` and `b`, of the same length): on AVX2 and AVX-512
-    /// each step prefetches the words of `next` at its own offset, a whole
-    /// call ahead, where [`Backend::dot2_blocks`] prefetches a fixed
-    /// distance ahead in its own input. The same sums.
+    /// [`Backend::dot2_blocks`], with `next` (the next ciphertext's `a` and
+    /// `b`, of the same lengths) read by the following call: on AVX2 and
+    /// AVX-512 each step then prefetches the words of `next` at its own
+    /// offset, a whole call ahead, instead of [`STREAM_PREFETCH`] words
+    /// ahead in its own input. The same sums either way.
     ///
     /// # Panics
     /// As [`Backend::dot2_blocks`], or if `next`'s lengths differ from `a`'s.
@@ -762,31 +748,31 @@ impl Backend {
         b: &[u32],
         y: &[u32],
         sums: &mut [u32],
-        next: (&[u32], &[u32]),
+        next: Option<(&[u32], &[u32])>,
     ) {
-        assert!(
-            next.0.len() == a.len() && next.1.len() == b.len(),
-            "Backend::dot2_blocks_ahead: length mismatch"
-        );
         let n = a.len();
         assert!(
             x.len() == n
                 && b.len() == n
                 && y.len() == n
                 && !sums.is_empty()
-                && n.is_multiple_of(sums.len()),
-            "Backend::dot2_blocks_ahead: length mismatch"
+                && n.is_multiple_of(sums.len())
+                && next.is_none_or(|(na, nb)| na.len() == n && nb.len() == n),
+            "Backend::dot2_blocks: length mismatch"
         );
         #[cfg(bm_avx)]
         let fits = m.value() < 1 << 30 && n / sums.len() < 1 << 24;
-        // Word distances from each input to the same offset of `next`
-        // (both `u32` slices, so their byte distance is a multiple of 4);
-        // only ever prefetched, never read through.
+        // Word distances from each input to where it prefetches: the same
+        // offset of `next` (both `u32` slices, so their byte distance is a
+        // multiple of 4), only ever prefetched, never read through.
         #[cfg(bm_avx)]
-        let ahead = (
-            (next.0.as_ptr() as isize - a.as_ptr() as isize) / 4,
-            (next.1.as_ptr() as isize - b.as_ptr() as isize) / 4,
-        );
+        let ahead = match next {
+            Some((na, nb)) => (
+                (na.as_ptr() as isize - a.as_ptr() as isize) / 4,
+                (nb.as_ptr() as isize - b.as_ptr() as isize) / 4,
+            ),
+            None => (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize),
+        };
         dispatch!(self.of(Family::Dot), dot2_blocks(m, a, x, b, y, sums, ahead), [avx2, avx512] if fits,
         else scalar::each_block(a, x, b, y, sums, |a, x, b, y| self.dot2(m, a, x, b, y)))
     }

@@ -428,7 +428,15 @@ pub(crate) fn check_dot2_blocks() {
                     assert_eq!(got, want, "dot2_blocks q={q} {blocks} x {len} {b:?}");
                     // Prefetching another pair of slices changes no sum.
                     let mut got = vec![u32::MAX; blocks];
-                    b.dot2_blocks_ahead(&m, &v[0], &v[1], &v[2], &v[3], &mut got, (&v[2], &v[0]));
+                    b.dot2_blocks_ahead(
+                        &m,
+                        &v[0],
+                        &v[1],
+                        &v[2],
+                        &v[3],
+                        &mut got,
+                        Some((&v[2], &v[0])),
+                    );
                     assert_eq!(got, want, "dot2_blocks_ahead q={q} {blocks} x {len} {b:?}");
                 }
             }

@@ -262,13 +262,8 @@ impl FusedScorer {
             let (p0, p1) = pp.split_at(n);
             let (a, b) = (ct.residues(0, i), ct.residues(1, i));
             let (m, backend) = (plan.modulus(), plan.backend());
-            match next {
-                Some(next) => {
-                    let ahead = (next.residues(0, i), next.residues(1, i));
-                    backend.dot2_blocks_ahead(m, a, p0, b, p1, sums, ahead);
-                }
-                None => backend.dot2_blocks(m, a, p0, b, p1, sums),
-            }
+            let ahead = next.map(|next| (next.residues(0, i), next.residues(1, i)));
+            backend.dot2_blocks_ahead(m, a, p0, b, p1, sums, ahead);
             let out = &mut rows[i * self.blocks..(i + 1) * self.blocks];
             t.combine.apply(m, sums, out);
         }
