@@ -12,13 +12,21 @@
 //!   connection is closed without a reply.
 //! * The idle timeout: a connection that waits that long with no request
 //!   started (see [`ConnTiming::idle_since`]) is shut down gracefully.
+//!   Every reply says so in a `Keep-Alive: timeout=<whole seconds>` header,
+//!   which HTTP clients (Node's agent and `fetch`, browsers) take to close
+//!   an idle connection about a second earlier themselves: a client then
+//!   never sends a request on a connection the server is closing (a reset
+//!   that clients do not retry for a POST, and Node's agent not even for a
+//!   GET).
 //! * The body deadline is a layer of the router (`api::deadline`).
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::ConnectInfo;
+use axum::http::header::{HeaderName, HeaderValue};
 use axum::Router;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -38,6 +46,10 @@ pub const FD_RESERVE: u64 = 64;
 /// accepted, or while the cap is reached, wait there instead of having
 /// their SYNs dropped (and retried a second later).
 const BACKLOG: u32 = 4096;
+
+/// The `Keep-Alive` response header (the `http` crate has no constant for
+/// it; browsers, Node's agent and `fetch` read its `timeout`).
+const KEEP_ALIVE: HeaderName = HeaderName::from_static("keep-alive");
 
 /// How long a graceful stop waits for open connections to finish.
 const STOP_GRACE: Duration = Duration::from_secs(10);
@@ -107,6 +119,7 @@ pub async fn run(
     http.timer(TokioTimer::new())
         .header_read_timeout(limits.header_timeout)
         .keep_alive(true);
+    let keep_alive = keep_alive_hint(limits.idle_timeout);
     let mut stop = std::pin::pin!(stop);
     loop {
         let permit = tokio::select! {
@@ -130,6 +143,7 @@ pub async fn run(
             http: http.clone(),
             app: app.clone(),
             idle: limits.idle_timeout,
+            keep_alive: keep_alive.clone(),
             stop: stop_rx.clone(),
         };
         tokio::spawn(async move {
@@ -168,11 +182,19 @@ async fn accept_error(e: std::io::Error) {
     tokio::time::sleep(Duration::from_millis(50)).await;
 }
 
+/// The `Keep-Alive` header that announces an idle timeout of `idle`, in
+/// whole seconds (rounded down, so a client never counts on more).
+fn keep_alive_hint(idle: Duration) -> HeaderValue {
+    HeaderValue::from_str(&format!("timeout={}", idle.as_secs()))
+        .expect("digits are a header value")
+}
+
 /// What a connection's task needs.
 struct Conn {
     http: http1::Builder,
     app: Router,
     idle: Duration,
+    keep_alive: HeaderValue,
     stop: watch::Receiver<bool>,
 }
 
@@ -187,13 +209,19 @@ impl Conn {
         let stream = TimedStream::new(tcp);
         let timing = stream.timing();
         let info = ConnectInfo(ConnInfo(timing.clone()));
-        let app = self.app;
+        let (app, keep_alive) = (self.app, self.keep_alive);
         let service = hyper::service::service_fn(move |mut req: hyper::Request<Incoming>| {
             req.extensions_mut().insert(info.clone());
             if let Some(peer) = peer {
                 req.extensions_mut().insert(peer);
             }
-            tower::ServiceExt::oneshot(app.clone(), req)
+            let reply = tower::ServiceExt::oneshot(app.clone(), req);
+            let keep_alive = keep_alive.clone();
+            async move {
+                let mut reply = reply.await?;
+                reply.headers_mut().insert(KEEP_ALIVE, keep_alive);
+                Ok::<_, Infallible>(reply)
+            }
         });
         let conn = self.http.serve_connection(TokioIo::new(stream), service);
         let mut conn = std::pin::pin!(conn);

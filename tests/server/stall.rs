@@ -305,6 +305,35 @@ fn an_idle_keep_alive_connection_is_closed() {
     );
 }
 
+/// Every reply announces the idle timeout in whole seconds, so that a
+/// client closes an idle connection before the server does (and never
+/// sends a request on one the server is closing).
+#[test]
+fn replies_announce_the_idle_timeout() {
+    let _machine = shared();
+    for (flags, want) in [
+        (&[][..], "timeout=5"),
+        (&["--idle-timeout-ms", "2999"][..], "timeout=2"),
+    ] {
+        let dir = temp_dir("keepalive");
+        let srv = Server::start(&dir, flags);
+        let addr = addr_of(&srv);
+        let mut s = TcpStream::connect(&addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        for path in ["/healthz", "/no-such-path"] {
+            s.write_all(format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").as_bytes())
+                .unwrap();
+            let reply = read_reply(&mut s).unwrap();
+            let hint = reply.headers.iter().find(|(k, _)| k == "keep-alive");
+            assert_eq!(
+                hint.map(|(_, v)| v.as_str()),
+                Some(want),
+                "{flags:?} {path}"
+            );
+        }
+    }
+}
+
 #[test]
 fn connections_past_the_cap_wait_for_a_free_one() {
     let _machine = shared();
