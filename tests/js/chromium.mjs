@@ -62,6 +62,23 @@ export async function openPage(profileDir, base, extraArgs = []) {
 }
 
 /**
+ * Waits until the demo page's engine is ready (the WebAssembly module in its
+ * Worker, the server's parameters); if it is not within `timeout` ms, fails
+ * with what the page shows and logged, so that a slow or failed start can be
+ * told apart.
+ */
+export async function engineReady({ page, pageErrors, consoleLines }, timeout = 60_000) {
+  try {
+    await page.waitForSelector('#engine[data-ready="true"]', { timeout });
+  } catch (e) {
+    const shown = await page.evaluate(() => ['engine', 'progress-text', 'error']
+      .map((id) => `#${id}: ${document.getElementById(id)?.textContent?.trim() ?? '(none)'}`).join('\n')).catch((x) => String(x));
+    throw new Error(`the engine was not ready in ${timeout} ms (${e.message.split('\n')[0]})\n${shown}\n` +
+      `page errors: ${JSON.stringify(pageErrors)}\nconsole: ${JSON.stringify(consoleLines.slice(-20))}`);
+  }
+}
+
+/**
  * Clicks one of the demo page's buttons and waits until the page is no
  * longer busy; what it then shows.
  */

@@ -19,7 +19,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { act, browserSkip, openPage } from './chromium.mjs';
+import { act, browserSkip, engineReady, openPage } from './chromium.mjs';
 import { serverBinary, startServer, stopServer } from './server.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -45,7 +45,7 @@ test('demo login page end to end: register, genuine login accepted, impostor rej
     const cspViolations = () => consoleLines.filter((l) => /Content.Security.Policy|Refused to/i.test(l));
 
     await page.goto(`${base}/`);
-    await page.waitForSelector('#engine[data-ready="true"]', { timeout: 60_000 });
+    await engineReady(opened);
     const engine = await page.textContent('#engine');
     t.diagnostic(engine.trim());
     assert.match(engine, /simd128|baseline/);

@@ -19,7 +19,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { act, browserSkip, openPage } from './chromium.mjs';
+import { act, browserSkip, engineReady, openPage } from './chromium.mjs';
 import { serverBinary, startLoginStack } from './server.mjs';
 import { FACE_THRESHOLD } from '../../www/camera.js';
 import { FACE_DIR, VARIANTS, cameraFrame, cosine, distance, faceSkip, openFaceTools, photoFaces } from './faces.mjs';
@@ -46,6 +46,13 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
       key: KEY, issuer: ISSUER, decider: ['--rule', 'mean', '--threshold', String(FACE_THRESHOLD)], matcher: ['--face', FACE_DIR],
     });
     const { matcher, base } = stack;
+
+    /** A page is done with: nothing it asked for left 127.0.0.1, no uncaught error; closed (its camera loop stops). */
+    const finish = async (c) => {
+      assert.deepEqual(c.offsite, [], 'requests left 127.0.0.1');
+      assert.deepEqual(c.pageErrors, [], 'uncaught page errors');
+      await c.context.close();
+    };
 
     // The camera files, from the photos: A = the first face of sample1, B = the second.
     const tools = await openPage(join(work, 'tools'), base);
@@ -76,6 +83,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
       const blob = await new Promise((res) => c.toBlob(res, 'image/jpeg', 0.9));
       return btoa(String.fromCharCode(...new Uint8Array(await blob.arrayBuffer())));
     }), 'base64'));
+    await finish(tools);
 
     const user = 'ada-face';
     /** The demo page in a browser whose camera plays `file`; the descriptors it reads. */
@@ -87,7 +95,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
       await page.exposeFunction('__faces', (d) => read.push(...d));
       await page.addInitScript(() => document.addEventListener('blindmatch:faces', (e) => window.__faces(e.detail.descriptors)));
       await page.goto(`${base}/`);
-      await page.waitForSelector('#engine[data-ready="true"]', { timeout: 60_000 });
+      await engineReady(opened);
       await page.waitForSelector('#camera-box[data-ready]', { timeout: 120_000 });
       assert.equal(await page.getAttribute('#camera-box', 'data-ready'), 'true', await page.textContent('#camera-status'));
       assert.ok(await page.isChecked('#source-camera'), 'the camera is the chosen source');
@@ -114,6 +122,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
       assert.ok(dist < GENUINE_DISTANCE, `a registration frame's descriptor is ${dist} from A's photo`);
     }
     t.diagnostic(`registration descriptors from A's photo: ${reg.read.map((d) => distance(d, A.descriptor).toFixed(3)).join(', ')} (Euclidean)`);
+    await finish(reg);
 
     /** Logs in as `user` with the camera playing `file`: the verdict, the session, a screenshot. */
     const loginFrom = async (name, file, kind) => {
@@ -135,12 +144,14 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     const dA = distance(la.read[0], A.descriptor);
     t.diagnostic(`login A: descriptor ${dA.toFixed(3)} from A's photo, cosine ${cosine(la.read[0], A.descriptor).toFixed(4)}`);
     assert.ok(dA < GENUINE_DISTANCE, `A's login descriptor is ${dA} from A's photo`);
+    await finish(la);
 
     // B's face logs in as A: a signed reject, no session.
     const lb = await loginFrom('login-b', loginB, 'rejected');
     const dB = distance(lb.read[0], B.descriptor);
     t.diagnostic(`login B: descriptor ${dB.toFixed(3)} from B's photo, ${distance(lb.read[0], A.descriptor).toFixed(3)} from A's`);
     assert.ok(dB < GENUINE_DISTANCE, `B's login descriptor is ${dB} from B's photo`);
+    await finish(lb);
 
     // A camera that shows no face: the page says so and sends nothing.
     const empty = await cameraPage('empty', blank);
@@ -151,6 +162,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     assert.match(r.error ?? '', /no face in the frame: look into the camera/);
     assert.deepEqual(logins, [], 'nothing is sent without a face');
     await empty.page.waitForFunction(() => /no face in the frame/.test(document.getElementById('camera-status').textContent), null, { timeout: 30_000 });
+    await finish(empty);
 
     // A model file that does not load: named on the page, the other sources stay.
     const broken = await openPage(join(work, 'broken'), base, camera(loginA));
@@ -162,6 +174,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     assert.match(await broken.page.textContent('#camera-status'), /face_recognition_model\) did not load.*demo identities/);
     assert.ok(await broken.page.isDisabled('#source-camera'));
     assert.ok(await broken.page.isChecked('#source-demo'));
+    await finish(broken);
 
     // A browser with no camera at all: said so, and the other sources stay.
     const none = await openPage(join(work, 'none'), base);
@@ -170,6 +183,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     await none.page.waitForSelector('#camera-box[data-ready]', { timeout: 60_000 });
     assert.equal(await none.page.getAttribute('#camera-box', 'data-code'), 'no_camera');
     assert.match(await none.page.textContent('#camera-status'), /no camera was found.*demo identities/);
+    await finish(none);
 
     // A browser that refuses the camera: a clear word, and the demo identities
     // (simulated in face-api's geometry) under the same policy.
@@ -177,7 +191,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     const plain = await openPage(join(work, 'no-camera'), base, ['--use-fake-device-for-media-stream']);
     contexts.push(plain.context);
     await plain.page.goto(`${base}/`);
-    await plain.page.waitForSelector('#engine[data-ready="true"]', { timeout: 60_000 });
+    await engineReady(plain);
     await plain.page.waitForSelector('#camera-box[data-ready]', { timeout: 60_000 });
     assert.equal(await plain.page.getAttribute('#camera-box', 'data-code'), 'camera_refused');
     assert.match(await plain.page.textContent('#camera-status'), /camera permission was refused.*demo identities/);
@@ -193,10 +207,7 @@ test('face login from a camera: register A, A accepted, B rejected, descriptors 
     r = await act(plain.page, '#login');
     assert.equal(r.kind, 'rejected', r.error ?? r.text);
 
-    for (const c of [tools, reg, la, lb, empty, broken, none, plain]) {
-      assert.deepEqual(c.offsite, [], 'requests left 127.0.0.1');
-      assert.deepEqual(c.pageErrors, [], 'uncaught page errors');
-    }
+    await finish(plain);
   } finally {
     for (const c of contexts) await c.close().catch(() => {});
     await stack?.stop();

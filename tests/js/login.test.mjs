@@ -19,7 +19,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { act, browserSkip, openPage } from './chromium.mjs';
+import { act, browserSkip, engineReady, openPage } from './chromium.mjs';
 import { serverBinary, startLoginStack } from './server.mjs';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -44,7 +44,7 @@ test('login mode in Chromium: ticket, signed verdict, the relying party sets a s
     const { page, offsite, pageErrors } = opened;
 
     await page.goto(`${base}/`);
-    await page.waitForSelector('#engine[data-ready="true"]', { timeout: 60_000 });
+    await engineReady(opened);
     assert.equal(await page.getAttribute('body', 'data-mode'), 'login');
     assert.ok(await page.isHidden('#threshold-field'), 'the page has no threshold to edit in login mode');
 
