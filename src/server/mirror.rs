@@ -19,8 +19,10 @@ use std::sync::Mutex;
 use crate::bfv::{Ciphertext, Params};
 use crate::server::api::{ApiError, ErrorCode};
 use crate::server::gallery::Galleries;
+use crate::server::store::postgres::shards::{ShardChanges, CHANGES_PAGE};
 use crate::server::store::postgres::PgStore;
 use crate::server::store::GalleryRowRef;
+use crate::server::store::StoreError;
 
 /// What a mirror holds of the database: the shard, and the revision each
 /// gallery was last caught up to.
@@ -98,7 +100,7 @@ impl Mirror {
             .copied()
             .unwrap_or(0);
         tokio::task::block_in_place(|| {
-            let changes = pg.shard_changes(gallery, self.shard, self.shards, since)?;
+            let changes = changes_since(pg, gallery, self.shard, self.shards, since, CHANGES_PAGE)?;
             if changes.deleted_at.is_some() {
                 galleries.forget(gallery)?;
             }
@@ -127,4 +129,40 @@ impl Mirror {
             })
         })
     }
+}
+
+/// Everything that changed in shard `shard` of `gallery` after revision
+/// `since`, read `page` rows a call ([`CHANGES_PAGE`] when catching up) so
+/// that no call outlasts the store's timeout however far behind the
+/// replica is: the
+/// latest revision and deletion as the first page saw them, and the rows
+/// by sequence number, each at its newest revision. A deletion that comes
+/// between pages starts the reading over.
+pub fn changes_since(
+    pg: &PgStore,
+    gallery: &str,
+    shard: u32,
+    shards: u32,
+    since: i64,
+    page: usize,
+) -> Result<ShardChanges, StoreError> {
+    let page = page.max(1);
+    let mut all = pg.shard_changes(gallery, shard, shards, since, since, page)?;
+    let mut last = all.rows.len();
+    while last == page {
+        let after = all.rows.last().map_or(since, |r| r.rev);
+        let next = pg.shard_changes(gallery, shard, shards, since, after, page)?;
+        last = next.rows.len();
+        if next.deleted_at != all.deleted_at {
+            // Deleted while it was being read: what was read is gone.
+            all = pg.shard_changes(gallery, shard, shards, since, since, page)?;
+            last = all.rows.len();
+            continue;
+        }
+        all.rows.extend(next.rows);
+    }
+    // A row rewritten between pages comes twice: its newest revision counts.
+    all.rows.sort_by_key(|r| (r.seq, std::cmp::Reverse(r.rev)));
+    all.rows.dedup_by_key(|r| r.seq);
+    Ok(all)
 }

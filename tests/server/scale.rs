@@ -162,7 +162,7 @@ fn scale_verifications_on_sqlite_and_postgres_replicas() {
     let t = Instant::now();
     for _ in 0..calls {
         assert!(pg
-            .shard_changes("bench", 0, 1, rev)
+            .shard_changes("bench", 0, 1, rev, rev, 1024)
             .unwrap()
             .rows
             .is_empty());

@@ -511,3 +511,47 @@ fn postgres_replicas_migrate_a_new_database_once() {
         "1"
     );
 }
+
+/// A replica catches up on a gallery a page of rows a store call (so that
+/// no call outlasts the store's timeout however far behind it is): every
+/// changed row once, at its newest revision, by sequence number, whatever
+/// the page, and one call returns at most a page.
+#[test]
+fn gallery_changes_are_read_a_page_at_a_time() {
+    use blindmatch::server::mirror::changes_since;
+    let url = postgres::shared().database("change_pages");
+    let store =
+        Store::connect(&DbTarget::Postgres(url), std::time::Duration::from_secs(10)).unwrap();
+    let Store::Postgres(pg) = &store else {
+        unreachable!("connected to PostgreSQL")
+    };
+    for i in 0..10u8 {
+        pg.append_gallery_row("g", &[i], 1, 1_000, 10).unwrap();
+    }
+    // Row 2 rewritten after the others: its revision moves past theirs.
+    let two = pg.gallery_row("g", 2).unwrap().unwrap();
+    assert!(pg.replace_gallery_row("g", 2, two.rev, b"two", 1).unwrap());
+    let rows = |c: &blindmatch::server::store::postgres::shards::ShardChanges| {
+        c.rows
+            .iter()
+            .map(|r| (r.seq, r.ciphertext.clone(), r.erased, r.rev))
+            .collect::<Vec<_>>()
+    };
+    let whole = changes_since(pg, "g", 0, 1, 0, 1_000).unwrap();
+    assert_eq!(whole.rows.len(), 10);
+    assert_eq!(whole.rows[2].ciphertext, b"two");
+    for page in [1, 2, 3, 9, 10, 11] {
+        let paged = changes_since(pg, "g", 0, 1, 0, page).unwrap();
+        assert_eq!(rows(&paged), rows(&whole), "page {page}");
+        assert_eq!((paged.rev, paged.deleted_at), (whole.rev, whole.deleted_at));
+    }
+    assert_eq!(pg.shard_changes("g", 0, 1, 0, 0, 3).unwrap().rows.len(), 3);
+    // Shard 1 of 2 (the odd rows), and only what changed after a revision.
+    let odd = changes_since(pg, "g", 1, 2, 0, 2).unwrap();
+    let seqs: Vec<i64> = odd.rows.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, [1, 3, 5, 7, 9]);
+    let after = whole.rows[7].rev;
+    let late = changes_since(pg, "g", 0, 1, after, 1).unwrap();
+    let seqs: Vec<i64> = late.rows.iter().map(|r| r.seq).collect();
+    assert_eq!(seqs, [2, 8, 9]);
+}

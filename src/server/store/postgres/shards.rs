@@ -60,15 +60,22 @@ impl RevRow {
 
 /// What a gallery's rows are as of now, for a shard's holder, read in one
 /// snapshot: the gallery's latest revision (`None`: it has no rows), its
-/// latest deletion past `since` (its rows before it are gone) and the
-/// shard's rows written past `since` (or past that deletion), by sequence
-/// number.
+/// latest deletion past `since` (its rows before it are gone) and at most
+/// a page of the shard's rows written past `since` (or past that
+/// deletion) and past a cursor revision, by revision.
 #[derive(Debug, Default)]
 pub struct ShardChanges {
     pub rev: Option<i64>,
     pub deleted_at: Option<i64>,
     pub rows: Vec<RevRow>,
 }
+
+/// Rows one [`PgStore::shard_changes`] call returns at most (64 KiB each at
+/// auth4096: 64 MiB): a replica far behind catches up in calls that each
+/// finish well within the store's call timeout, where one call for
+/// everything (a gigabyte for a replica 500,000 templates behind) could
+/// outlast it on every try.
+pub const CHANGES_PAGE: usize = 1024;
 
 /// A gallery's counts as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -303,16 +310,20 @@ impl PgStore {
         )
     }
 
-    /// What changed in shard `shard` of `gallery` after revision `since`:
-    /// one statement (so one snapshot, and one round trip on a prepared
-    /// statement), whose first row carries the gallery's latest revision
-    /// and deletion and whose rows the changed ones (none: a row of nulls).
+    /// What changed in shard `shard` of `gallery` after revision `since`,
+    /// the rows past revision `after` (at least `since`), at most `page` of
+    /// them, by revision: one statement (so one snapshot, and one round
+    /// trip on a prepared statement), whose first row carries the gallery's
+    /// latest revision and deletion and whose rows the changed ones (none:
+    /// a row of nulls). Fewer than `page` rows: nothing past them.
     pub fn shard_changes(
         &self,
         gallery: &str,
         shard: u32,
         shards: u32,
         since: i64,
+        after: i64,
+        page: usize,
     ) -> Result<ShardChanges, StoreError> {
         self.run(async {
             let c = self.client().await?;
@@ -324,13 +335,24 @@ impl PgStore {
                      SELECT latest.rev, deleted.rev, t.seq, t.ciphertext, t.count, t.erased, t.rev
                      FROM latest CROSS JOIN deleted
                      LEFT JOIN gallery_templates t
-                       ON t.gallery = $1 AND t.rev > coalesce(deleted.rev, $2) AND t.seq % $3 = $4
-                     ORDER BY t.seq",
+                       ON t.gallery = $1 AND t.rev > greatest(deleted.rev, $2, $5) AND t.seq % $3 = $4
+                     ORDER BY t.rev
+                     LIMIT $6",
                 )
                 .await
                 .map_err(pg)?;
             let rows = c
-                .query(&st, &[&gallery, &since, &(shards as i64), &(shard as i64)])
+                .query(
+                    &st,
+                    &[
+                        &gallery,
+                        &since,
+                        &(shards as i64),
+                        &(shard as i64),
+                        &after,
+                        &(page.max(1) as i64),
+                    ],
+                )
                 .await
                 .map_err(pg)?;
             let mut changes = ShardChanges::default();
