@@ -93,15 +93,38 @@ mod tests {
             ("decrypt", t(0, 3)),
             ("decode", t(1, 0)),
             ("add", t(0, 0)),
-            // Inputs to coefficients (12), extended to the four primes of B
-            // (16), the tensor back (3 × 7), the result over Q (9).
-            ("multiply", t(25, 33)),
+            // The direct product (Q = 1 mod t): pointwise over Q, no transform.
+            ("multiply", t(0, 0)),
             ("relinearize", t(15, 5)),
-            ("multiply_relin", t(34, 35)),
+            // Relinearization's alone.
+            ("multiply_relin", t(15, 5)),
             // The plaintext to NTT form over Q.
             ("multiply_plain", t(3, 0)),
         ];
-        assert_eq!(per_operation(&Params::auth4096()), want);
+        let auth4096 = Params::auth4096();
+        assert_eq!(per_operation(&auth4096), want);
+        // The same shape with a Q that is not 1 mod t multiplies through the
+        // auxiliary base: inputs to coefficients (12), extended to the four
+        // primes of B (16), the tensor back (3 × 7), the result over Q (9);
+        // fused with relinearization, d2 skips its round trip.
+        let q = [536_813_569, 536_690_689, 536_641_537];
+        assert_ne!(q.iter().fold(1, |acc, x| acc * (x % 65537) % 65537), 1);
+        let scaled = Params::builder()
+            .degree(4096)
+            .plaintext_modulus(65537)
+            .batching(true)
+            .ciphertext_primes(&q)
+            .special_prime(auth4096.special_prime() as u64)
+            .build()
+            .unwrap();
+        let products: Vec<_> = per_operation(&scaled)
+            .into_iter()
+            .filter(|(name, _)| name.starts_with("multiply") && *name != "multiply_plain")
+            .collect();
+        assert_eq!(
+            products,
+            [("multiply", t(25, 33)), ("multiply_relin", t(34, 35))]
+        );
     }
 
     /// Counting sees transforms made through every entry point of a plan.

@@ -51,6 +51,15 @@ impl PreparedCiphertext {
     }
 }
 
+/// A product's three parts before relinearization, in the form its method
+/// leaves them.
+enum Tensor {
+    /// The direct product (`Q ≡ 1 (mod t)`), NTT form over Q.
+    Ntt(Vec<RnsPoly<Ntt>>),
+    /// The scaled tensor, coefficients over Q.
+    Coeff(Vec<RnsPoly<super::poly::Coeff>>),
+}
+
 /// Evaluates additions and products on ciphertexts of one parameter set.
 #[derive(Clone, Debug)]
 pub struct Evaluator {
@@ -253,12 +262,13 @@ impl Evaluator {
     /// `a · b`: a ciphertext of size 3 (decryptable as is, or relinearized
     /// back to size 2). Both inputs must be of size 2 over all of Q.
     pub fn multiply(&self, a: &Ciphertext, b: &Ciphertext) -> Result<Ciphertext, BfvError> {
-        let plans_q = self.params.plans_q();
-        let out = self
-            .multiply_to_coeff(a, b)?
-            .into_iter()
-            .map(|d| d.into_ntt(plans_q))
-            .collect();
+        let out = match self.tensor(a, None, b)? {
+            Tensor::Ntt(d) => d,
+            Tensor::Coeff(d) => {
+                let plans_q = self.params.plans_q();
+                d.into_iter().map(|d| d.into_ntt(plans_q)).collect()
+            }
+        };
         Ok(Ciphertext::new(&self.params, out))
     }
 
@@ -267,10 +277,14 @@ impl Evaluator {
     /// multiplied many times. It must be of size 2 at the top level.
     pub fn prepare_multiplicand(&self, a: &Ciphertext) -> Result<PreparedCiphertext, BfvError> {
         self.check_multiplicand(a)?;
-        let ext = self.params.mul_consts().extend_pair(
-            self.params.plans_q(),
-            [a.polys[0].as_slice(), a.polys[1].as_slice()],
-        );
+        // The direct product needs no extension.
+        let ext = match self.params.direct_mul() {
+            Some(_) => Vec::new(),
+            None => self.params.mul_consts().extend_pair(
+                self.params.plans_q(),
+                [a.polys[0].as_slice(), a.polys[1].as_slice()],
+            ),
+        };
         Ok(PreparedCiphertext { ct: a.clone(), ext })
     }
 
@@ -380,25 +394,59 @@ impl Evaluator {
         Ok(())
     }
 
-    /// The scaled tensor `(d0, d1, d2)` of `a · b` in coefficient form over Q.
-    fn multiply_to_coeff(
-        &self,
-        a: &Ciphertext,
-        b: &Ciphertext,
-    ) -> Result<Vec<RnsPoly<super::poly::Coeff>>, BfvError> {
-        self.tensor_to_coeff(a, None, b)
-    }
-
-    /// [`Self::multiply_to_coeff`], with `a`'s extension possibly given.
+    /// The product's three parts `(d0, d1, d2)` in coefficient form over Q.
     fn tensor_to_coeff(
         &self,
         a: &Ciphertext,
         a_ext: Option<&[u32]>,
         b: &Ciphertext,
     ) -> Result<Vec<RnsPoly<super::poly::Coeff>>, BfvError> {
+        Ok(match self.tensor(a, a_ext, b)? {
+            Tensor::Ntt(d) => {
+                let plans_q = self.params.plans_q();
+                d.into_iter().map(|d| d.into_coeff(plans_q)).collect()
+            }
+            Tensor::Coeff(d) => d,
+        })
+    }
+
+    /// The product's three parts, in the form its method leaves them: NTT
+    /// form for the direct product, coefficients for the scaled tensor
+    /// (with `a`'s extension possibly given).
+    fn tensor(
+        &self,
+        a: &Ciphertext,
+        a_ext: Option<&[u32]>,
+        b: &Ciphertext,
+    ) -> Result<Tensor, BfvError> {
         self.check_pair("multiply", a, b)?;
         self.check_multiplicand(a)?;
         self.check_multiplicand(b)?;
+        if let Some(direct) = self.params.direct_mul() {
+            let l = self.params.limbs();
+            let n = self.params.degree();
+            let mut out = [0, 1, 2].map(|_| super::poly::pool::zeroed(l * n));
+            let [o0, o1, o2] = &mut out;
+            direct.tensor(
+                self.params.plans_q(),
+                [a.polys[0].as_slice(), a.polys[1].as_slice()],
+                [b.polys[0].as_slice(), b.polys[1].as_slice()],
+                [o0, o1, o2],
+            );
+            let parts = out.map(|d| RnsPoly::<Ntt>::from_raw(d, n));
+            return Ok(Tensor::Ntt(parts.into()));
+        }
+        Ok(Tensor::Coeff(self.tensor_scaled(a, a_ext, b)))
+    }
+
+    /// The scaled tensor `round(t/Q · a ⊗ b)` through the auxiliary base, in
+    /// coefficient form over Q (inputs already checked).
+    fn tensor_scaled(
+        &self,
+        a: &Ciphertext,
+        a_ext: Option<&[u32]>,
+        b: &Ciphertext,
+    ) -> Vec<RnsPoly<super::poly::Coeff>> {
         let l = self.params.limbs();
         let n = self.params.degree();
         let mut out = [0, 1, 2].map(|_| super::poly::pool::zeroed(l * n));
@@ -410,11 +458,9 @@ impl Evaluator {
             [b.polys[0].as_slice(), b.polys[1].as_slice()],
             [o0, o1, o2],
         );
-        let out = out
-            .into_iter()
+        out.into_iter()
             .map(|d| RnsPoly::<super::poly::Coeff>::from_raw(d, n))
-            .collect();
-        Ok(out)
+            .collect()
     }
 
     /// Relinearizes a size-3 ciphertext to size 2 (a size-2 input is
@@ -434,17 +480,23 @@ impl Evaluator {
             }
         }
         self.check_top_level("relinearize", ct)?;
-        let plans = self.params.plans_q();
-        let c2 = ct.polys[2].clone().into_coeff(plans);
-        let mut c0 = ct.polys[0].clone();
-        let mut c1 = ct.polys[1].clone();
-        rk.ksw
-            .apply_add(&self.params, &c2, Some(&ct.polys[2]), &mut c0, &mut c1);
-        Ok(Ciphertext::new(&self.params, vec![c0, c1]))
+        Ok(self.relin_ntt(ct.polys.clone(), rk))
     }
 
-    /// `a · b`, relinearized. Fused: `d2` goes to key switching straight
-    /// from coefficient form, saving its transforms there and back.
+    /// Relinearizes `(d0, d1, d2)` (NTT form over Q).
+    fn relin_ntt(&self, mut d: Vec<RnsPoly<Ntt>>, rk: &RelinKey) -> Ciphertext {
+        let d2 = d.pop().expect("three parts");
+        let mut c1 = d.pop().expect("three parts");
+        let mut c0 = d.pop().expect("three parts");
+        let c2 = d2.clone().into_coeff(self.params.plans_q());
+        rk.ksw
+            .apply_add(&self.params, &c2, Some(&d2), &mut c0, &mut c1);
+        Ciphertext::new(&self.params, vec![c0, c1])
+    }
+
+    /// `a · b`, relinearized. Fused after the scaled tensor: `d2` goes to
+    /// key switching straight from coefficient form, saving its transforms
+    /// there and back.
     pub fn multiply_relin(
         &self,
         a: &Ciphertext,
@@ -452,8 +504,10 @@ impl Evaluator {
         rk: &RelinKey,
     ) -> Result<Ciphertext, BfvError> {
         self.params.check(rk.params())?;
-        let d = self.multiply_to_coeff(a, b)?;
-        Ok(self.relin_from_coeff(d, rk))
+        Ok(match self.tensor(a, None, b)? {
+            Tensor::Ntt(d) => self.relin_ntt(d, rk),
+            Tensor::Coeff(d) => self.relin_from_coeff(d, rk),
+        })
     }
 
     /// Relinearizes the scaled tensor `(d0, d1, d2)` (coefficients over the
@@ -581,5 +635,61 @@ impl Evaluator {
             c = self.mod_switch_to_next(&c)?;
         }
         Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfv::{BatchEncoder, Prng, SecretKey};
+
+    /// At auth4096 (`Q ≡ 1 mod t`) the product is the direct one; the scaled
+    /// tensor through the auxiliary base, on the same inputs, is a ciphertext
+    /// of the same plaintext. Both decrypt to the slot-wise products.
+    #[test]
+    fn direct_and_scaled_products_decrypt_alike() {
+        let params = Params::auth4096();
+        assert!(
+            params.direct_mul().is_some(),
+            "auth4096 multiplies directly"
+        );
+        let t = params.plaintext_modulus() as u64;
+        let n = params.degree();
+        let mut prng = Prng::from_seed([11; 32]);
+        let sk = SecretKey::generate_with(&params, &mut prng);
+        let enc = BatchEncoder::new(&params).unwrap();
+        let ev = Evaluator::new(&params);
+        let x: Vec<i64> = (0..n as i64).map(|i| (i * 7919 + 13) % t as i64).collect();
+        let y: Vec<i64> = (0..n as i64).map(|i| (i * i + 5) % t as i64).collect();
+        let want: Vec<i64> = x.iter().zip(&y).map(|(a, b)| (a * b) % t as i64).collect();
+        let a = sk
+            .encrypt_with(&enc.encode(&x).unwrap(), &mut prng)
+            .unwrap();
+        let b = sk
+            .encrypt_with(&enc.encode(&y).unwrap(), &mut prng)
+            .unwrap();
+        let plans = params.plans_q();
+        let direct = ev.multiply(&a, &b).unwrap();
+        let scaled: Vec<RnsPoly<Ntt>> = ev
+            .tensor_scaled(&a, None, &b)
+            .into_iter()
+            .map(|d| d.into_ntt(plans))
+            .collect();
+        let scaled = Ciphertext::new(&params, scaled);
+        assert_ne!(
+            direct.polys[0].as_slice(),
+            scaled.polys[0].as_slice(),
+            "two methods"
+        );
+        for (name, ct) in [("direct", &direct), ("scaled", &scaled)] {
+            let got = enc.decode(&sk.decrypt(ct).unwrap()).unwrap();
+            let got: Vec<i64> = got.iter().map(|v| v.rem_euclid(t as i64)).collect();
+            assert!(got == want, "{name} product");
+        }
+        let (bd, bs) = (
+            sk.noise_budget(&direct).unwrap(),
+            sk.noise_budget(&scaled).unwrap(),
+        );
+        assert!(bd > bs - 1.0, "direct {bd:.1} bits, scaled {bs:.1}");
     }
 }

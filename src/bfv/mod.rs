@@ -11,6 +11,7 @@ mod galois;
 mod keys;
 mod keyswitch;
 mod mul;
+mod mul_direct;
 pub mod params;
 mod plaintext;
 pub mod poly;

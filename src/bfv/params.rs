@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use super::mul::MulConsts;
+use super::mul_direct::DirectMul;
 use super::scaling::LevelConsts;
 use crate::arith::primes::{check_degree, check_ntt_prime, is_prime};
 use crate::error::{BfvError, ParamsError};
@@ -54,6 +55,8 @@ struct Inner {
     levels: Vec<LevelConsts>,
     /// NTT plan over t, when slot batching is on.
     plan_t: Option<NttPlan>,
+    /// The direct product's constants, when `Q ≡ 1 (mod t)`.
+    direct: Option<DirectMul>,
     /// Multiplication constants, built on first use (clients rarely multiply).
     mul: OnceLock<MulConsts>,
 }
@@ -193,6 +196,7 @@ impl ParamsBuilder {
             None
         };
         let id = param_id(n, t, &q, p as u32, self.batching);
+        let direct = DirectMul::new(&q, t);
         Ok(Params(Arc::new(Inner {
             n,
             t,
@@ -203,6 +207,7 @@ impl ParamsBuilder {
             plans,
             levels,
             plan_t,
+            direct,
             mul: OnceLock::new(),
         })))
     }
@@ -229,6 +234,14 @@ fn param_id(n: usize, t: u32, q: &[u32], p: u32, batching: bool) -> [u8; 8] {
     h.to_le_bytes()
 }
 
+/// The ciphertext primes of [`Params::auth4096`], 29-bit NTT primes for
+/// n = 4096 (`1 mod 8192`): `q_0` the largest, which is `2 mod 65537`, so
+/// that a ciphertext switched down to it alone still decrypts; then, of
+/// the pairs below it whose product with `q_0` is `1 mod 65537`, the pair
+/// with the largest product, so that ciphertexts multiply without an
+/// auxiliary base (`Q ≡ 1 mod t`, see `mul_direct`).
+pub const AUTH4096_Q: [u64; 3] = [536_813_569, 528_916_481, 501_882_881];
+
 impl Params {
     /// A builder; see [`ParamsBuilder`].
     pub fn builder() -> ParamsBuilder {
@@ -236,16 +249,16 @@ impl Params {
     }
 
     /// The default preset for face authentication: n = 4096, t = 65537
-    /// (slot batching on), Q = three 29-bit primes, P = one 22-bit prime:
-    /// log2(Q·P) <= 109, the 128-bit bound. See docs/PARAMETERS.md.
+    /// (slot batching on), Q = three 29-bit primes ([`AUTH4096_Q`], with
+    /// `Q ≡ 1 mod t`), P = one 22-bit prime: log2(Q·P) <= 109, the 128-bit
+    /// bound. See docs/PARAMETERS.md.
     pub fn auth4096() -> Params {
-        let q = crate::arith::ntt_primes(29, 4096, 3).expect("29-bit primes exist");
         let p = crate::arith::ntt_primes(22, 4096, 1).expect("22-bit primes exist")[0];
         Params::builder()
             .degree(4096)
             .plaintext_modulus(65537)
             .batching(true)
-            .ciphertext_primes(&q.iter().map(|&x| x as u64).collect::<Vec<_>>())
+            .ciphertext_primes(&AUTH4096_Q)
             .special_prime(p as u64)
             .build()
             .expect("the auth4096 preset is valid")
@@ -303,7 +316,13 @@ impl Params {
         &self.0.levels[l - 1]
     }
 
-    /// Constants for ciphertext multiplication.
+    /// The constants of multiplication without an auxiliary base, for
+    /// parameters with `Q ≡ 1 (mod t)` (see [`super::mul_direct`]).
+    pub(crate) fn direct_mul(&self) -> Option<&DirectMul> {
+        self.0.direct.as_ref()
+    }
+
+    /// Constants for ciphertext multiplication through the auxiliary base.
     pub(crate) fn mul_consts(&self) -> &MulConsts {
         self.0.mul.get_or_init(|| {
             let mut used = self.0.q.clone();
