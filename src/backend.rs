@@ -623,7 +623,7 @@ impl Backend {
         q: u32,
         out: &mut [u32],
     ) -> (usize, usize) {
-        dispatch!(self.of(Family::Sampling), take_below(words, shift, q, out), [simd128],
+        dispatch!(self.of(Family::Sampling), take_below(words, shift, q, out), [avx2, avx512 = avx2, simd128],
             else scalar::take_below(words, shift, q, out))
     }
 

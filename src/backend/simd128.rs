@@ -407,27 +407,74 @@ pub(crate) fn scaled_plus_small(
     scalar::add_small(m, &e[body..], &mut out[body..]);
 }
 
+/// Byte shuffles that move the lanes set in a 4-bit mask to the front, in
+/// order (the rest of the vector is don't-care).
+const PACK: [[u8; 16]; 16] = {
+    let mut t = [[0u8; 16]; 16];
+    let mut m = 0;
+    while m < 16 {
+        let (mut lane, mut at) = (0, 0);
+        while lane < 4 {
+            if m & (1 << lane) != 0 {
+                let mut b = 0;
+                while b < 4 {
+                    t[m][4 * at + b] = (4 * lane + b) as u8;
+                    b += 1;
+                }
+                at += 1;
+            }
+            lane += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
+/// Stores the lanes of `x` below `q` (`below`, a lane mask) packed to the
+/// front at `out[0..4]` (the rest of the vector after them is don't-care);
+/// returns their count.
+#[inline]
+fn pack_below(x: v128, below: v128, out: &mut [u32]) -> usize {
+    let keep = u32x4_bitmask(below) as usize;
+    // SAFETY: a table row is 16 readable bytes; `v128_load` has no
+    // alignment requirement.
+    let pattern = unsafe { v128_load(PACK[keep].as_ptr().cast()) };
+    store(out, i8x16_swizzle(x, pattern));
+    keep.count_ones() as usize
+}
+
 /// [`crate::backend::Backend::take_below`]: eight words (two vectors) at
-/// once when none of them is rejected, else one word as the scalar kernel
-/// takes it.
+/// once, stored as they are when none is rejected, else each vector's words
+/// below `q` packed to the front by a byte shuffle and stored at `out[i]`,
+/// `i` moved on by their count. No branch on which words are kept, and the
+/// same kept words as the scalar kernel (lanes stored past the kept ones
+/// are overwritten next, as a rejected word is there).
 pub(crate) fn take_below(words: &[u32], shift: u32, q: u32, out: &mut [u32]) -> (usize, usize) {
     let qv = u32x4_splat(q);
     let (mut used, mut i) = (0, 0);
+    // Where a run of eight is often not whole, the branch below would
+    // mispredict: every vector is packed instead.
+    if scalar::rejects_often(shift, q) {
+        while used + 4 <= words.len() && i + 4 <= out.len() {
+            let x = u32x4_shr(load(&words[used..used + 4]), shift);
+            i += pack_below(x, u32x4_lt(x, qv), &mut out[i..i + 4]);
+            used += 4;
+        }
+    }
     while used + 8 <= words.len() && i + 8 <= out.len() {
-        let (w, o) = (&words[used..used + 8], &mut out[i..i + 8]);
+        let w = &words[used..used + 8];
         let x = u32x4_shr(load(&w[..4]), shift);
         let y = u32x4_shr(load(&w[4..]), shift);
-        if u32x4_all_true(v128_and(u32x4_lt(x, qv), u32x4_lt(y, qv))) {
-            store(&mut o[..4], x);
-            store(&mut o[4..], y);
+        let (bx, by) = (u32x4_lt(x, qv), u32x4_lt(y, qv));
+        if u32x4_all_true(v128_and(bx, by)) {
+            store(&mut out[i..i + 4], x);
+            store(&mut out[i + 4..i + 8], y);
             i += 8;
-            used += 8;
         } else {
-            let x = words[used] >> shift;
-            out[i] = x;
-            i += (x < q) as usize;
-            used += 1;
+            i += pack_below(x, bx, &mut out[i..i + 4]);
+            i += pack_below(y, by, &mut out[i..i + 4]);
         }
+        used += 8;
     }
     let (u, w) = scalar::take_below(&words[used..], shift, q, &mut out[i..]);
     (used + u, i + w)

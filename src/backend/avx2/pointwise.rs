@@ -465,3 +465,66 @@ pub(crate) unsafe fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut
 pub(crate) unsafe fn cbd(words: &[u32], out: &mut [i8]) {
     scalar::cbd(words, out)
 }
+
+/// Lane indices (one byte each) that move the lanes set in an 8-bit mask to
+/// the front, in order (the lanes after them are don't-care).
+const PACK: [[u8; 8]; 256] = {
+    let mut t = [[0u8; 8]; 256];
+    let mut m = 0;
+    while m < 256 {
+        let (mut lane, mut at) = (0, 0);
+        while lane < 8 {
+            if m & (1 << lane) != 0 {
+                t[m][at] = lane as u8;
+                at += 1;
+            }
+            lane += 1;
+        }
+        m += 1;
+    }
+    t
+};
+
+/// [`scalar::take_below`], eight words a vector: the ones below `q` packed
+/// to the front by a lane permutation and the whole vector stored at
+/// `out[i]`, `i` moved on by their count. No branch on the words, and the
+/// same kept words as the scalar kernel (lanes stored past the kept ones
+/// are overwritten next, as a rejected word is there).
+///
+/// # Safety
+/// The CPU supports AVX2 and POPCNT.
+#[target_feature(enable = "avx2,popcnt")]
+pub(crate) unsafe fn take_below(
+    words: &[u32],
+    shift: u32,
+    q: u32,
+    out: &mut [u32],
+) -> (usize, usize) {
+    // Signed comparisons: `q` and the shifted words are below 2^31.
+    if shift == 0 || q >= 1 << 31 {
+        return scalar::take_below(words, shift, q, out);
+    }
+    let qv = _mm256_set1_epi32(q as i32);
+    let sh = _mm_cvtsi32_si128(shift as i32);
+    let (mut used, mut i) = (0, 0);
+    while used + 8 <= words.len() && i + 8 <= out.len() {
+        // SAFETY: `words[used..used + 8]` and `out[i..i + 8]` are in bounds
+        // (the loop's condition); a table row is 8 readable bytes; unaligned
+        // loads and stores.
+        unsafe {
+            let x = _mm256_loadu_si256(words.as_ptr().add(used).cast());
+            let x = _mm256_srl_epi32(x, sh);
+            let below = _mm256_cmpgt_epi32(qv, x);
+            let keep = _mm256_movemask_ps(_mm256_castsi256_ps(below)) as usize;
+            let lanes = _mm256_cvtepu8_epi32(_mm_loadl_epi64(PACK[keep].as_ptr().cast()));
+            _mm256_storeu_si256(
+                out.as_mut_ptr().add(i).cast(),
+                _mm256_permutevar8x32_epi32(x, lanes),
+            );
+            i += keep.count_ones() as usize;
+        }
+        used += 8;
+    }
+    let (u, w) = scalar::take_below(&words[used..], shift, q, &mut out[i..]);
+    (used + u, i + w)
+}
