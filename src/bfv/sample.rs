@@ -58,8 +58,9 @@ pub fn fill_cbd(rng: &mut Prng, out: &mut [i8]) {
     }
 }
 
-/// A uniform residue mod `q` by rejection on draws of `bitlen(q)` bits (for
-/// the preset primes, just under `2^bits`, almost every draw is accepted).
+/// A uniform residue mod `q` by rejection on draws of `bitlen(q)` bits (of
+/// the preset's primes, `q_0` keeps all but 1 draw in 10^4, `q_1` 98.5 %,
+/// `q_2` 93.5 %).
 /// Rejection depends only on discarded draws, so accepted values leak
 /// nothing through timing.
 pub fn uniform(rng: &mut Prng, q: u32) -> u32 {
