@@ -26,6 +26,7 @@ mod bfv;
 mod decrypt_sample;
 mod format_kat;
 mod kat;
+mod known_answers;
 mod matching;
 mod ntt;
 mod rng;
