@@ -11,7 +11,6 @@ use blindmatch::error::FormatError;
 
 use super::known_answers::{fnv1a, SEEDED_OBJECTS};
 
-
 fn batch_values(n: usize, salt: i64) -> Vec<i64> {
     (0..n as i64)
         .map(|i| (i * 37 + salt) % 1000 - 500)
