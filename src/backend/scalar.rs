@@ -342,19 +342,13 @@ pub(crate) fn add_small(m: &Modulus, e: &[i8], x: &mut [u32]) {
 /// [`rejects_often`], every run is kept word by word.
 pub(crate) fn take_below(words: &[u32], shift: u32, q: u32, out: &mut [u32]) -> (usize, usize) {
     const RUN: usize = 8;
+    // Where runs are often not whole, no branch on them to mispredict.
+    let whole_runs = !rejects_often(shift, q);
     let (mut used, mut i) = (0, 0);
-    if rejects_often(shift, q) {
-        // Runs are often not whole; no branch to mispredict.
-        while used + RUN <= words.len() && i + RUN <= out.len() {
-            let x: [u32; RUN] = std::array::from_fn(|k| words[used + k] >> shift);
-            i = keep_below(&x, q, out, i);
-            used += RUN;
-        }
-    }
     while used < words.len() && i < out.len() {
         if used + RUN <= words.len() && i + RUN <= out.len() {
             let x: [u32; RUN] = std::array::from_fn(|k| words[used + k] >> shift);
-            if x.iter().all(|&x| x < q) {
+            if whole_runs && x.iter().all(|&x| x < q) {
                 out[i..i + RUN].copy_from_slice(&x);
                 i += RUN;
             } else {

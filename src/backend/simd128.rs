@@ -451,22 +451,16 @@ fn pack_below(x: v128, below: v128, out: &mut [u32]) -> usize {
 /// are overwritten next, as a rejected word is there).
 pub(crate) fn take_below(words: &[u32], shift: u32, q: u32, out: &mut [u32]) -> (usize, usize) {
     let qv = u32x4_splat(q);
-    let (mut used, mut i) = (0, 0);
-    // Where a run of eight is often not whole, the branch below would
+    // Where a run of eight is often not whole, the branch on it would
     // mispredict: every vector is packed instead.
-    if scalar::rejects_often(shift, q) {
-        while used + 4 <= words.len() && i + 4 <= out.len() {
-            let x = u32x4_shr(load(&words[used..used + 4]), shift);
-            i += pack_below(x, u32x4_lt(x, qv), &mut out[i..i + 4]);
-            used += 4;
-        }
-    }
+    let whole_runs = !scalar::rejects_often(shift, q);
+    let (mut used, mut i) = (0, 0);
     while used + 8 <= words.len() && i + 8 <= out.len() {
         let w = &words[used..used + 8];
         let x = u32x4_shr(load(&w[..4]), shift);
         let y = u32x4_shr(load(&w[4..]), shift);
         let (bx, by) = (u32x4_lt(x, qv), u32x4_lt(y, qv));
-        if u32x4_all_true(v128_and(bx, by)) {
+        if whole_runs && u32x4_all_true(v128_and(bx, by)) {
             store(&mut out[i..i + 4], x);
             store(&mut out[i + 4..i + 8], y);
             i += 8;
