@@ -255,8 +255,8 @@ impl Backend {
     /// The kernels this process uses: those `BLINDMATCH_BACKEND` names if
     /// this CPU can run them (see [`Backend::from_env`]), every family on
     /// that backend; otherwise, where more than one backend can run, the
-    /// measured-faster one per [`Family`] ([`Backend::calibration`], about
-    /// a millisecond, once); otherwise [`Backend::best`]. Decided once, on
+    /// measured-faster one per [`Family`] ([`Backend::calibration`], a
+    /// millisecond or two, once); otherwise [`Backend::best`]. Decided once, on
     /// the first call.
     ///
     /// An unknown or unavailable name is ignored here (this cannot fail);
