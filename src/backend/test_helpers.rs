@@ -408,6 +408,9 @@ pub(crate) fn check_dot2_blocks() {
             (4, 1000),
             (3, 7),
             (2, 4096),
+            // Groups of blocks of an odd number of vectors.
+            (4, 24),
+            (8, 8),
         ] {
             let n = blocks * len;
             let random: Vec<Vec<u32>> = (0..4).map(|_| rng.vec(n, q)).collect();
