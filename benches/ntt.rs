@@ -4,7 +4,8 @@
 //! Ids: `forward/{backend}/{n}`, `inverse/{backend}/{n}`,
 //! `mul_acc/{backend}/{n}`, `mul/{backend}/{n}`, `lincomb5/{backend}/{n}`
 //! (five inputs, the shape of RNS base conversion), `dot2_blocks/{backend}/{n}`
-//! (the key holder's 1:N block sums of one prime) and, for the peer,
+//! (the key holder's 1:N block sums of one prime), `dot2_blocks_pair/{backend}/{n}`
+//! (the same of two ciphertexts in one call, as the pass makes them) and, for the peer,
 //! `forward/tfhe-ntt/{n}`, `inverse/tfhe-ntt/{n}`, `mul_acc/tfhe-ntt/{n}`.
 //! `scripts/bench.sh` turns them into `bench/results.tsv` and `bench/REPORT.md`.
 
@@ -133,6 +134,20 @@ fn dot(c: &mut Criterion) {
     for bk in Backend::available() {
         g.bench_function(BenchmarkId::new(bk.name(), n), |bench| {
             bench.iter(|| bk.dot2_blocks(&m, black_box(&v[0]), &v[1], &v[2], &v[3], &mut sums))
+        });
+    }
+    g.finish();
+    // Two ciphertexts against one probe, the probe read once.
+    let mut g = c.benchmark_group("dot2_blocks_pair");
+    let w: Vec<Vec<u32>> = (0..2).map(|i| random_residues(n, q, 30 + i)).collect();
+    let mut more = [0u32; 32];
+    for bk in Backend::available() {
+        g.bench_function(BenchmarkId::new(bk.name(), n), |bench| {
+            bench.iter(|| {
+                let gallery = [(black_box(&v[0][..]), &v[2][..]), (&w[0][..], &w[1][..])];
+                let sums = [&mut sums[..], &mut more[..]];
+                bk.dot2_blocks_many(&m, gallery, &v[1], &v[3], sums, [None, None])
+            })
         });
     }
     g.finish();

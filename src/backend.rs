@@ -750,31 +750,58 @@ impl Backend {
         sums: &mut [u32],
         next: Option<(&[u32], &[u32])>,
     ) {
-        let n = a.len();
+        self.dot2_blocks_many(m, [(a, b)], x, y, [sums], [next]);
+    }
+
+    /// [`Backend::dot2_blocks_ahead`] of `K` ciphertexts' residues against
+    /// the same `x` and `y` in one call: `sums[k]` receives the block sums
+    /// of `gallery[k] = (a, b)`, and `next[k]`, where given, is prefetched
+    /// as `gallery[k]` is read. The sums are those of `K` calls; the AVX2
+    /// and AVX-512 kernels load each word of `x` and `y` once for all `K`,
+    /// where per call they read as many probe words as gallery words.
+    ///
+    /// # Panics
+    /// If `K` is 0, a length differs from `x.len()`, or the `sums` differ in
+    /// length or do not divide it.
+    pub fn dot2_blocks_many<const K: usize>(
+        self,
+        m: &Modulus,
+        gallery: [(&[u32], &[u32]); K],
+        x: &[u32],
+        y: &[u32],
+        sums: [&mut [u32]; K],
+        next: [Option<(&[u32], &[u32])>; K],
+    ) {
+        let n = x.len();
+        let blocks = sums.first().map_or(0, |s| s.len());
         assert!(
-            x.len() == n
-                && b.len() == n
-                && y.len() == n
-                && !sums.is_empty()
-                && n.is_multiple_of(sums.len())
-                && next.is_none_or(|(na, nb)| na.len() == n && nb.len() == n),
+            y.len() == n
+                && blocks > 0
+                && n.is_multiple_of(blocks)
+                && sums.iter().all(|s| s.len() == blocks)
+                && gallery
+                    .iter()
+                    .chain(next.iter().flatten())
+                    .all(|(a, b)| a.len() == n && b.len() == n),
             "Backend::dot2_blocks: length mismatch"
         );
         #[cfg(bm_avx)]
-        let fits = m.value() < 1 << 30 && n / sums.len() < 1 << 24;
+        let fits = m.value() < 1 << 30 && n / blocks < 1 << 24;
         // Word distances from each input to where it prefetches: the same
         // offset of `next` (both `u32` slices, so their byte distance is a
         // multiple of 4), only ever prefetched, never read through.
         #[cfg(bm_avx)]
-        let ahead = match next {
+        let ahead = std::array::from_fn(|k| match next[k] {
             Some((na, nb)) => (
-                (na.as_ptr() as isize - a.as_ptr() as isize) / 4,
-                (nb.as_ptr() as isize - b.as_ptr() as isize) / 4,
+                (na.as_ptr() as isize - gallery[k].0.as_ptr() as isize) / 4,
+                (nb.as_ptr() as isize - gallery[k].1.as_ptr() as isize) / 4,
             ),
             None => (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize),
-        };
-        dispatch!(self.of(Family::Dot), dot2_blocks(m, a, x, b, y, sums, ahead), [avx2, avx512] if fits,
-        else scalar::each_block(a, x, b, y, sums, |a, x, b, y| self.dot2(m, a, x, b, y)))
+        });
+        dispatch!(self.of(Family::Dot), dot2_blocks::<K>(m, gallery, x, y, sums, ahead), [avx2, avx512] if fits,
+        else for ((a, b), sums) in gallery.into_iter().zip(sums) {
+            scalar::each_block(a, x, b, y, sums, |a, x, b, y| self.dot2(m, a, x, b, y))
+        })
     }
 
     /// `out[x] = round(Σ_k inputs[k][x] · coeffs[k])`, summed in `f64` in

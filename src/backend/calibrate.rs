@@ -182,8 +182,10 @@ impl Work {
                 b.lincomb(m, &[r0, r1, r2, r3], &w, out);
             }
             Family::Dot => {
-                // The key holder's blocks: 32 of 128 words.
-                b.dot2_blocks(m, r0, r1, r2, r3, &mut out[..32]);
+                // The key holder's blocks, 32 of 128 words, of two
+                // ciphertexts against one probe, as the pass calls it.
+                let (s0, s1) = out[..64].split_at_mut(32);
+                b.dot2_blocks_many(m, [(r0, r2), (r2, r0)], r1, r3, [s0, s1], [None, None]);
             }
             Family::Rounding => {
                 let c = [0.25, 0.5, 0.125, 0.0625];

@@ -416,31 +416,60 @@ pub(crate) fn check_dot2_blocks() {
             let random: Vec<Vec<u32>> = (0..4).map(|_| rng.vec(n, q)).collect();
             let top = vec![vec![q - 1; n]; 4];
             for v in [random, top] {
-                let want: Vec<u32> = (0..blocks)
-                    .map(|i| {
-                        let r = i * len..(i + 1) * len;
-                        (r.clone().map(|k| v[0][k] as u128 * v[1][k] as u128))
-                            .chain(r.map(|k| v[2][k] as u128 * v[3][k] as u128))
-                            .sum::<u128>()
-                            .rem_euclid(q as u128) as u32
-                    })
-                    .collect();
-                for b in std::iter::once(Backend::scalar()).chain(backends()) {
+                let want = |a: &[u32], x: &[u32], b: &[u32], y: &[u32]| -> Vec<u32> {
+                    (0..blocks)
+                        .map(|i| {
+                            let r = i * len..(i + 1) * len;
+                            (r.clone().map(|k| a[k] as u128 * x[k] as u128))
+                                .chain(r.map(|k| b[k] as u128 * y[k] as u128))
+                                .sum::<u128>()
+                                .rem_euclid(q as u128) as u32
+                        })
+                        .collect()
+                };
+                let (a, x, b, y) = (&v[0][..], &v[1][..], &v[2][..], &v[3][..]);
+                let first = want(a, x, b, y);
+                // Two more ciphertexts against the same probe: the
+                // probe's own words, and the gallery's swapped.
+                let second = want(x, x, y, y);
+                let third = want(b, x, a, y);
+                for bk in std::iter::once(Backend::scalar()).chain(backends()) {
                     let mut got = vec![u32::MAX; blocks];
-                    b.dot2_blocks(&m, &v[0], &v[1], &v[2], &v[3], &mut got);
-                    assert_eq!(got, want, "dot2_blocks q={q} {blocks} x {len} {b:?}");
+                    bk.dot2_blocks(&m, a, x, b, y, &mut got);
+                    assert_eq!(got, first, "dot2_blocks q={q} {blocks} x {len} {bk:?}");
                     // Prefetching another pair of slices changes no sum.
                     let mut got = vec![u32::MAX; blocks];
-                    b.dot2_blocks_ahead(
-                        &m,
-                        &v[0],
-                        &v[1],
-                        &v[2],
-                        &v[3],
-                        &mut got,
-                        Some((&v[2], &v[0])),
+                    bk.dot2_blocks_ahead(&m, a, x, b, y, &mut got, Some((b, a)));
+                    assert_eq!(
+                        got, first,
+                        "dot2_blocks_ahead q={q} {blocks} x {len} {bk:?}"
                     );
-                    assert_eq!(got, want, "dot2_blocks_ahead q={q} {blocks} x {len} {b:?}");
+                    // Two and three ciphertexts in one call, prefetching or
+                    // not: each gets its own sums.
+                    let mut got = [(); 3].map(|_| vec![u32::MAX; blocks]);
+                    let [g0, g1, g2] = got.each_mut().map(|g| g.as_mut_slice());
+                    bk.dot2_blocks_many(&m, [(a, b), (x, y)], x, y, [g0, g1], [Some((x, y)), None]);
+                    bk.dot2_blocks_many(&m, [(b, a)], x, y, [g2], [None]);
+                    assert_eq!(
+                        got,
+                        [first.clone(), second.clone(), third.clone()],
+                        "dot2_blocks_many 2 q={q} {blocks} x {len} {bk:?}"
+                    );
+                    let mut got = [(); 3].map(|_| vec![u32::MAX; blocks]);
+                    let [g0, g1, g2] = got.each_mut().map(|g| g.as_mut_slice());
+                    bk.dot2_blocks_many(
+                        &m,
+                        [(a, b), (x, y), (b, a)],
+                        x,
+                        y,
+                        [g0, g1, g2],
+                        [None, Some((a, b)), None],
+                    );
+                    assert_eq!(
+                        got,
+                        [first.clone(), second.clone(), third.clone()],
+                        "dot2_blocks_many 3 q={q} {blocks} x {len} {bk:?}"
+                    );
                 }
             }
         }

@@ -242,30 +242,38 @@ impl FusedScorer {
         FusedProbe { p }
     }
 
-    /// The residues of the score coefficients of `ct·probe`, decrypted:
-    /// `rows[i·blocks + m]` is coefficient `d·m + d − 1` mod prime `i`.
-    /// `ct` is at this scorer's level; `sums` (`n/d` words) is scratch.
-    /// `next`, the ciphertext scored after this one (same level), is
-    /// prefetched a prime at a time as this one is read.
-    pub(crate) fn score_residues(
+    /// The residues of the score coefficients of `cts[k]·probe`, decrypted,
+    /// for each of the `K` ciphertexts (at this scorer's level) scored in one
+    /// read of the probe: `rows[(k·L + i)·blocks + m]` is coefficient
+    /// `d·m + d − 1` mod prime `i` of `cts[k]`, for `L` primes. `sums`
+    /// (`K·n/d` words) is scratch. `next[k]`, a ciphertext scored after
+    /// these (same level), is prefetched a prime at a time as `cts[k]` is
+    /// read.
+    pub(crate) fn score_residues<const K: usize>(
         &self,
-        ct: &Ciphertext,
-        next: Option<&Ciphertext>,
+        cts: [&Ciphertext; K],
+        next: [Option<&Ciphertext>; K],
         probe: &FusedProbe,
         rows: &mut [u32],
         sums: &mut [u32],
     ) {
-        let n = self.dim * self.blocks;
-        let sums = &mut sums[..self.blocks];
-        for (i, (t, plan)) in self.limbs.iter().zip(ct.params().plans_q()).enumerate() {
-            let pp = &probe.p[2 * n * i..2 * n * (i + 1)];
-            let (p0, p1) = pp.split_at(n);
-            let (a, b) = (ct.residues(0, i), ct.residues(1, i));
+        let (n, blocks, limbs) = (self.dim * self.blocks, self.blocks, self.limbs.len());
+        let Some(params) = cts.first().map(|ct| ct.params()) else {
+            return;
+        };
+        for (i, (t, plan)) in self.limbs.iter().zip(params.plans_q()).enumerate() {
+            let (p0, p1) = probe.p[2 * n * i..2 * n * (i + 1)].split_at(n);
             let (m, backend) = (plan.modulus(), plan.backend());
-            let ahead = next.map(|next| (next.residues(0, i), next.residues(1, i)));
-            backend.dot2_blocks_ahead(m, a, p0, b, p1, sums, ahead);
-            let out = &mut rows[i * self.blocks..(i + 1) * self.blocks];
-            t.combine.apply(m, sums, out);
+            let gallery = cts.map(|ct| (ct.residues(0, i), ct.residues(1, i)));
+            let ahead = next.map(|ct| ct.map(|ct| (ct.residues(0, i), ct.residues(1, i))));
+            let mut each = sums[..K * blocks].chunks_exact_mut(blocks);
+            let each: [&mut [u32]; K] =
+                std::array::from_fn(|_| each.next().expect("K blocks of sums"));
+            backend.dot2_blocks_many(m, gallery, p0, p1, each, ahead);
+            for (k, sums) in sums.chunks_exact_mut(blocks).take(K).enumerate() {
+                let out = &mut rows[(k * limbs + i) * blocks..(k * limbs + i + 1) * blocks];
+                t.combine.apply(m, sums, out);
+            }
         }
     }
 }
@@ -371,7 +379,7 @@ mod tests {
                 let fp = f.prepare(&params, &probe, &sk);
                 assert_eq!(format!("{fp:?}"), "FusedProbe { .. }");
                 let mut rows = vec![0u32; level * blocks];
-                f.score_residues(&ct, None, &fp, &mut rows, &mut vec![0; blocks]);
+                f.score_residues([&ct], [None], &fp, &mut rows, &mut vec![0; blocks]);
                 let mut prod = crate::bfv::Ciphertext::new(&params, Vec::new());
                 ev.multiply_plain_into(&ct, &probe, &mut prod).unwrap();
                 let phase = sk.phase(&prod).unwrap();
@@ -392,6 +400,25 @@ mod tests {
                     sk.decrypt_coefficients(&prod, &positions).unwrap(),
                     "d={dim}"
                 );
+                // Two ciphertexts in one call, either order, prefetching
+                // either: each gets the rows it gets alone.
+                let other = ev
+                    .mod_switch_to(&pk.encrypt_with(&msg, &mut rng).unwrap(), level)
+                    .unwrap();
+                let mut alone = vec![0u32; level * blocks];
+                f.score_residues([&other], [Some(&ct)], &fp, &mut alone, &mut vec![0; blocks]);
+                let mut both = vec![0u32; 2 * level * blocks];
+                let mut sums = vec![0; 2 * blocks];
+                f.score_residues(
+                    [&ct, &other],
+                    [Some(&other), None],
+                    &fp,
+                    &mut both,
+                    &mut sums,
+                );
+                assert_eq!(both, [&rows[..], &alone[..]].concat(), "d={dim}");
+                f.score_residues([&other, &ct], [None, None], &fp, &mut both, &mut sums);
+                assert_eq!(both, [&alone[..], &rows[..]].concat(), "d={dim}");
             }
         }
     }

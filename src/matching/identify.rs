@@ -574,24 +574,42 @@ impl Identifier {
             // with per-thread scratch for the residues.
             Some(f) => {
                 let fp = f.prepare(&self.params, &probe, sk);
-                // Each ciphertext with the one after it, which the pass
-                // prefetches as it reads this one.
-                let nexts = gallery.cts.iter().skip(1).map(Some).chain([None]);
-                let pairs: Vec<_> = gallery.cts.iter().zip(nexts).collect();
+                // Ciphertexts two at a time, scored against one read of the
+                // probe (the probe's reads, as many as the gallery's, bound
+                // the kernel in cache; bench/HISTORY.md), each pair with the
+                // one after it, which the pass prefetches as it reads this
+                // one. An odd last ciphertext is scored alone, into scores
+                // padded by one ciphertext.
+                let pairs: Vec<&[Ciphertext]> = gallery.cts.chunks(2).collect();
+                let nexts = pairs.iter().skip(1).copied().map(Some).chain([None]);
+                let items: Vec<_> = pairs.iter().copied().zip(nexts).collect();
+                scores.resize(2 * per * pairs.len(), 0);
+                let words = f.limbs() * per;
                 crate::parallel::par_chunks_init(
-                    &pairs,
+                    &items,
                     &mut scores,
-                    per,
-                    || (vec![0u32; f.limbs() * per], vec![0u32; per]),
-                    |(rows, raw), &(ct, next), out| {
+                    2 * per,
+                    || (vec![0u32; 2 * words], vec![0u32; 2 * per]),
+                    |(rows, raw), &(cts, next), out| {
                         // `raw` is the block sums' scratch before it
                         // receives the rounded scores.
-                        f.score_residues(ct, next, &fp, rows, raw);
-                        crate::bfv::round_residue_rows_to_t(&self.params, rows, raw);
-                        self.centre_into(raw, out);
+                        let next = |k: usize| next.and_then(|n: &[Ciphertext]| n.get(k));
+                        match cts {
+                            [a, b] => f.score_residues([a, b], [next(0), next(1)], &fp, rows, raw),
+                            [a] => f.score_residues([a], [next(0)], &fp, rows, raw),
+                            _ => {} // `chunks(2)` gives one or two.
+                        }
+                        let each = rows.chunks_exact_mut(words).zip(raw.chunks_exact_mut(per));
+                        for ((rows, raw), out) in
+                            each.zip(out.chunks_exact_mut(per)).take(cts.len())
+                        {
+                            crate::bfv::round_residue_rows_to_t(&self.params, rows, raw);
+                            self.centre_into(raw, out);
+                        }
                         Ok::<_, MatchError>(())
                     },
-                )?
+                )?;
+                scores.truncate(per * gallery.cts.len());
             }
             // Per-thread scratch: the product is written into the same
             // buffers for every gallery ciphertext, and only the score

@@ -317,6 +317,25 @@ suite_test! {
             assert_eq!(m.score, dot(&q.quantize(&people[who]).unwrap(), &pq));
         }
         assert!(matches.windows(2).all(|w| w[0].score >= w[1].score));
+        // Every score exact, the gallery's ciphertexts scored two at a time
+        // with an odd one left (3), then none left (4).
+        for extra in [0, 10] {
+            let more: Vec<Vec<f32>> = (0..extra).map(|_| embedding(&mut rng, d)).collect();
+            if extra > 0 {
+                let refs: Vec<&[f32]> = more.iter().map(|e| e.as_slice()).collect();
+                let ct = client::encrypt_templates_public(&service_pk, &q, &refs, &mut prng).unwrap();
+                let first = gallery.push(ct, extra).unwrap();
+                index_of.extend((0..extra).map(|k| first + k));
+            }
+            let everyone: Vec<&Vec<f32>> = people.iter().chain(&more).collect();
+            let all = id.identify(&gallery, &service_sk, &capture, everyone.len()).unwrap();
+            assert_eq!(all.len(), everyone.len());
+            for m in &all {
+                let who = index_of.iter().position(|&i| i == m.index).unwrap();
+                assert_eq!(m.score, dot(&q.quantize(everyone[who]).unwrap(), &pq), "{} ciphertexts", gallery.ciphertexts());
+            }
+        }
+        assert_eq!(gallery.ciphertexts(), 4);
 
         // Worst-case inputs: a ciphertext of extreme templates, probed by each
         // extreme in turn; every score is exact.

@@ -34,37 +34,44 @@ pub(crate) unsafe fn dot2(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32
     unsafe { dot2_block(m, a, x, b, y) }
 }
 
-/// [`dot2`] of each block of `a.len() / sums.len()` words, into `sums`:
-/// the key holder's block sums of one prime in one call.
+/// [`dot2`] of each block of `x.len() / sums[k].len()` words, into
+/// `sums[k]`, for each of `K` ciphertexts' residues `gallery[k] = (a, b)`
+/// against the same `x` and `y`: the key holder's block sums of one prime
+/// in one call. `ahead[k]` is where the steps over `gallery[k]` prefetch,
+/// in words past what they read.
 ///
 /// Where the blocks are whole vectors, come in groups of four and
 /// [`scalar::fold_constant`] allows, each block keeps one accumulator, and
 /// a group's four are folded below `2^62` and summed across lanes by one
 /// transpose, so a block costs a handful of vector operations beyond its
 /// products instead of two horizontal sums and three scalar reductions.
+/// There each vector of `x` and `y` is loaded (and its odd lanes shifted)
+/// once for all `K`: in cache, the loads bound this kernel.
 ///
 /// # Safety
 /// The CPU supports AVX2.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn dot2_blocks(
+pub(crate) unsafe fn dot2_blocks<const K: usize>(
     m: &Modulus,
-    a: &[u32],
+    gallery: [(&[u32], &[u32]); K],
     x: &[u32],
-    b: &[u32],
     y: &[u32],
-    sums: &mut [u32],
-    ahead: (isize, isize),
+    sums: [&mut [u32]; K],
+    ahead: [(isize, isize); K],
 ) {
-    if let Some(c) = scalar::fold_constant(m, a.len(), sums.len(), W, GROUP) {
-        let vectors = a.len() / sums.len() / W;
+    let blocks = sums.first().map_or(0, |s| s.len());
+    if let Some(c) = scalar::fold_constant(m, x.len(), blocks, W, GROUP) {
+        let vectors = x.len() / blocks / W;
         // SAFETY: AVX2 is enabled here.
-        unsafe { grouped(m, c, vectors, a, x, b, y, sums, ahead) };
+        unsafe { grouped(m, c, vectors, gallery, x, y, sums, ahead) };
         return;
     }
-    // SAFETY: AVX2 is enabled here, and so in the closure.
-    scalar::each_block(a, x, b, y, sums, |a, x, b, y| unsafe {
-        dot2_block(m, a, x, b, y)
-    });
+    for ((a, b), sums) in gallery.into_iter().zip(sums) {
+        // SAFETY: AVX2 is enabled here, and so in the closure.
+        scalar::each_block(a, x, b, y, sums, |a, x, b, y| unsafe {
+            dot2_block(m, a, x, b, y)
+        });
+    }
 }
 
 /// [`dot2_blocks`] for blocks of `vectors` whole vectors, in groups of
@@ -72,22 +79,20 @@ pub(crate) unsafe fn dot2_blocks(
 /// Safety: AVX2.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-unsafe fn grouped(
+unsafe fn grouped<const K: usize>(
     m: &Modulus,
     c: u32,
     vectors: usize,
-    a: &[u32],
+    gallery: [(&[u32], &[u32]); K],
     x: &[u32],
-    b: &[u32],
     y: &[u32],
-    sums: &mut [u32],
-    ahead: (isize, isize),
+    mut sums: [&mut [u32]; K],
+    ahead: [(isize, isize); K],
 ) {
-    let (av, xv) = (split_vectors(a).0, split_vectors(x).0);
-    let (bv, yv) = (split_vectors(b).0, split_vectors(y).0);
+    let (xv, yv) = (split_vectors(x).0, split_vectors(y).0);
+    let av = gallery.map(|(a, _)| split_vectors(a).0);
+    let bv = gallery.map(|(_, b)| split_vectors(b).0);
     let group = GROUP * vectors;
-    let inputs = av.chunks_exact(group).zip(xv.chunks_exact(group));
-    let inputs = inputs.zip(bv.chunks_exact(group).zip(yv.chunks_exact(group)));
     // SAFETY (whole block): AVX2 is enabled in every caller, and the helpers
     // need no more.
     unsafe {
@@ -95,23 +100,41 @@ unsafe fn grouped(
             _mm256_set1_epi64x(0xffff_ffff),
             _mm256_set1_epi64x(c as i64),
         );
-        for (((a, x), (b, y)), out) in inputs.zip(sums.chunks_exact_mut(GROUP)) {
-            let mut acc = [_mm256_setzero_si256(); GROUP];
-            let blocks = a.chunks_exact(vectors).zip(x.chunks_exact(vectors));
-            let blocks = blocks.zip(b.chunks_exact(vectors).zip(y.chunks_exact(vectors)));
-            for (s, ((a, x), (b, y))) in acc.iter_mut().zip(blocks) {
-                for (((a, x), b), y) in a.iter().zip(x).zip(b).zip(y) {
-                    *s = _mm256_add_epi64(*s, dot_step(a, x, b, y, ahead));
+        for (g, (x, y)) in xv
+            .chunks_exact(group)
+            .zip(yv.chunks_exact(group))
+            .enumerate()
+        {
+            let mut acc = [[_mm256_setzero_si256(); GROUP]; K];
+            for (i, (x, y)) in x
+                .chunks_exact(vectors)
+                .zip(y.chunks_exact(vectors))
+                .enumerate()
+            {
+                let at = (g * GROUP + i) * vectors;
+                let a = av.map(|a| &a[at..at + x.len()]);
+                let b = bv.map(|b| &b[at..at + x.len()]);
+                let mut s = [_mm256_setzero_si256(); K];
+                for (v, (x, y)) in x.iter().zip(y).enumerate() {
+                    let probe = Probe::load(x, y);
+                    for k in 0..K {
+                        s[k] =
+                            _mm256_add_epi64(s[k], dot_step(&a[k][v], &b[k][v], probe, ahead[k]));
+                    }
                 }
-                *s = _mm256_add_epi64(
-                    _mm256_and_si256(*s, low),
-                    _mm256_mul_epu32(_mm256_srli_epi64(*s, 32), c),
-                );
+                for (acc, s) in acc.iter_mut().zip(s) {
+                    acc[i] = _mm256_add_epi64(
+                        _mm256_and_si256(s, low),
+                        _mm256_mul_epu32(_mm256_srli_epi64(s, 32), c),
+                    );
+                }
             }
-            let mut total = [0u64; GROUP];
-            _mm256_storeu_si256(total.as_mut_ptr().cast(), lane_sums(acc));
-            for (o, t) in out.iter_mut().zip(total) {
-                *o = m.reduce_u64(t);
+            for (acc, sums) in acc.into_iter().zip(sums.iter_mut()) {
+                let mut total = [0u64; GROUP];
+                _mm256_storeu_si256(total.as_mut_ptr().cast(), lane_sums(acc));
+                for (o, t) in sums[g * GROUP..(g + 1) * GROUP].iter_mut().zip(total) {
+                    *o = m.reduce_u64(t);
+                }
             }
         }
     }
@@ -156,28 +179,14 @@ unsafe fn dot2_block(m: &Modulus, a: &[u32], x: &[u32], b: &[u32], y: &[u32]) ->
         let lanes = av.iter().zip(xv).zip(bv).zip(yv);
         if fits_one_sum(m, av.len()) {
             for (((a, x), b), y) in lanes {
-                lo = _mm256_add_epi64(
-                    lo,
-                    dot_step(
-                        a,
-                        x,
-                        b,
-                        y,
-                        (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize),
-                    ),
-                );
+                let probe = Probe::load(x, y);
+                lo = _mm256_add_epi64(lo, dot_step(a, b, probe, STREAM_AHEAD));
             }
             hi = _mm256_srli_epi64(lo, 32);
             lo = _mm256_and_si256(lo, low);
         } else {
             for (((a, x), b), y) in lanes {
-                let s = dot_step(
-                    a,
-                    x,
-                    b,
-                    y,
-                    (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize),
-                );
+                let s = dot_step(a, b, Probe::load(x, y), STREAM_AHEAD);
                 lo = _mm256_add_epi64(lo, _mm256_and_si256(s, low));
                 hi = _mm256_add_epi64(hi, _mm256_srli_epi64(s, 32));
             }
@@ -204,26 +213,51 @@ unsafe fn hsum_epi64(v: __m256i) -> u64 {
     }
 }
 
+/// One vector of the probe's `x` and `y`, and each shifted to its odd
+/// lanes: what every ciphertext's step at that offset multiplies by.
+#[derive(Clone, Copy)]
+struct Probe {
+    x: __m256i,
+    y: __m256i,
+    x_odd: __m256i,
+    y_odd: __m256i,
+}
+
+impl Probe {
+    /// Safety: AVX2.
+    #[inline(always)]
+    unsafe fn load(x: &[u32; 8], y: &[u32; 8]) -> Self {
+        // SAFETY: the caller runs on a CPU with AVX2.
+        unsafe {
+            let (x, y) = (load(x), load(y));
+            Probe {
+                x,
+                y,
+                x_odd: _mm256_srli_epi64(x, 32),
+                y_odd: _mm256_srli_epi64(y, 32),
+            }
+        }
+    }
+}
+
+/// Where a step prefetches when no next ciphertext is given: its own input,
+/// [`STREAM_PREFETCH`] words on.
+const STREAM_AHEAD: (isize, isize) = (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize);
+
 /// `a·x + b·y` in each 64-bit lane's even and odd halves, summed: four
 /// products below `2^60`. Prefetches `ahead` words (signed) past `a` and
 /// `b`. Safety: AVX2.
 #[inline(always)]
-unsafe fn dot_step(
-    a: &[u32; 8],
-    x: &[u32; 8],
-    b: &[u32; 8],
-    y: &[u32; 8],
-    ahead: (isize, isize),
-) -> __m256i {
+unsafe fn dot_step(a: &[u32; 8], b: &[u32; 8], p: Probe, ahead: (isize, isize)) -> __m256i {
     // SAFETY: the caller runs on a CPU with AVX2; the prefetches are hints.
     unsafe {
         _mm_prefetch::<_MM_HINT_T1>(a.as_ptr().wrapping_offset(ahead.0).cast());
         _mm_prefetch::<_MM_HINT_T1>(b.as_ptr().wrapping_offset(ahead.1).cast());
-        let (a, x, b, y) = (load(a), load(x), load(b), load(y));
-        let even = _mm256_add_epi64(_mm256_mul_epu32(a, x), _mm256_mul_epu32(b, y));
+        let (a, b) = (load(a), load(b));
+        let even = _mm256_add_epi64(_mm256_mul_epu32(a, p.x), _mm256_mul_epu32(b, p.y));
         let odd = _mm256_add_epi64(
-            _mm256_mul_epu32(_mm256_srli_epi64(a, 32), _mm256_srli_epi64(x, 32)),
-            _mm256_mul_epu32(_mm256_srli_epi64(b, 32), _mm256_srli_epi64(y, 32)),
+            _mm256_mul_epu32(_mm256_srli_epi64(a, 32), p.x_odd),
+            _mm256_mul_epu32(_mm256_srli_epi64(b, 32), p.y_odd),
         );
         _mm256_add_epi64(even, odd)
     }
