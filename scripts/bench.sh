@@ -80,7 +80,7 @@ expected_rows() {
     done
   done
   if [ "${#kernels[@]}" -gt 1 ]; then
-    printf 'pointwise\tdot2_blocks/4096/avx2\n'
+    printf 'pointwise\tdot2_blocks/4096/avx2\npointwise\tdot2_blocks_pair/4096/avx2\n'
   fi
   for op in keygen_secret keygen_public keygen_relin encrypt_public encrypt_secret decrypt \
     multiply relinearize multiply_relin multiply_plain multiply_plain_ntt rotate_rows add; do

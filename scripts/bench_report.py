@@ -84,6 +84,12 @@ scalar = median_us("dot2_blocks", "scalar", 4096)
 for b in backends("dot2_blocks", 4096):
     if b != "scalar" and scalar is not None:
         rows.append(("pointwise", f"dot2_blocks/4096/{b}", median_us("dot2_blocks", b, 4096), "scalar", scalar))
+# Two ciphertexts against one read of the probe, per ciphertext, next to
+# the same backend's one-ciphertext call.
+for b in backends("dot2_blocks_pair", 4096):
+    pair, one = median_us("dot2_blocks_pair", b, 4096), median_us("dot2_blocks", b, 4096)
+    if pair is not None and one is not None:
+        rows.append(("pointwise", f"dot2_blocks_pair/4096/{b}", pair / 2, f"dot2_blocks/{b}", one))
 
 # BFV against Microsoft SEAL: criterion's bfv/{op} next to SEAL's figure.
 for line in os.environ.get("SEAL_ROWS", "").splitlines():
