@@ -216,6 +216,12 @@ pub(crate) const SUM_TERMS: usize = 4;
 #[cfg(bm_avx)]
 pub(crate) const STREAM_PREFETCH: usize = 1024;
 
+/// Where a `dot2` step over `(a, b)` prefetches when no next ciphertext is
+/// given: its own inputs, [`STREAM_PREFETCH`] words on.
+#[cfg(bm_avx)]
+pub(crate) const STREAM_AHEAD: (isize, isize) =
+    (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize);
+
 impl Backend {
     /// The portable backend, compiled on every target.
     pub const fn scalar() -> Self {
@@ -796,7 +802,7 @@ impl Backend {
                 (na.as_ptr() as isize - gallery[k].0.as_ptr() as isize) / 4,
                 (nb.as_ptr() as isize - gallery[k].1.as_ptr() as isize) / 4,
             ),
-            None => (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize),
+            None => STREAM_AHEAD,
         });
         dispatch!(self.of(Family::Dot), dot2_blocks::<K>(m, gallery, x, y, sums, ahead), [avx2, avx512] if fits,
         else for ((a, b), sums) in gallery.into_iter().zip(sums) {

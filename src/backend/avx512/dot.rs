@@ -5,7 +5,7 @@ use core::arch::x86_64::*;
 
 use crate::arith::Modulus;
 use crate::backend::scalar::{self, fits_one_sum};
-use crate::backend::STREAM_PREFETCH;
+use crate::backend::STREAM_AHEAD;
 
 use super::lanes::*;
 use super::W;
@@ -21,8 +21,8 @@ const GROUP: usize = 8;
 ///
 /// The caller streams through much longer arrays than `a` and `b` (a
 /// gallery, block after block), so the kernel prefetches
-/// [`STREAM_PREFETCH`] words past where it reads them into L2 (the probe
-/// fills L1): a hint, never a read.
+/// [`STREAM_PREFETCH`](crate::backend::STREAM_PREFETCH) words past where
+/// it reads them into L2 (the probe fills L1): a hint, never a read.
 ///
 /// # Safety
 /// The CPU supports AVX-512F.
@@ -238,10 +238,6 @@ impl Probe {
         }
     }
 }
-
-/// Where a step prefetches when no next ciphertext is given: its own input,
-/// [`STREAM_PREFETCH`] words on.
-const STREAM_AHEAD: (isize, isize) = (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize);
 
 /// `a·x + b·y` in each 64-bit lane's even and odd halves, summed: four
 /// products below `2^60`. Prefetches `ahead` words (signed) past `a` and
