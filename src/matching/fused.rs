@@ -11,11 +11,11 @@
 //!
 //! `u_k = v_k^d` takes `n/d` values, each on `d` roots; in the transform's
 //! order those roots form contiguous blocks (checked when the tables are
-//! built). With `P0_k = p_k·w_k`, `P1_k = p_k·s_k·w_k` and `w_k = v_k^(−r)`
-//! made once per probe, a gallery ciphertext costs one dot product per block
-//! (`S_b = Σ_{k∈b} g0_k·P0_k + g1_k·P1_k`, two products per residue, as
-//! many as `multiply_plain`) and an `n/d × n/d` combination
-//! `a_{d·m+r} = Σ_b n⁻¹·u_b^(−m)·S_b`. The residues are those the inverse
+//! built). With `P0_k = p_k·w_k`, `P1_k = p_k·s_k·w_k` and
+//! `w_k = n⁻¹·v_k^(−r)` made once per probe, a gallery ciphertext costs one
+//! dot product per block (`S_b = Σ_{k∈b} g0_k·P0_k + g1_k·P1_k`, two
+//! products per residue, as many as `multiply_plain`) and an `n/d × n/d`
+//! combination `a_{d·m+r} = Σ_b u_b^(−m)·S_b`. The residues are those the inverse
 //! transform would give, exactly, so the rounded scores are the same as
 //! decrypting the product; no product and no inverse transform of degree
 //! `n` is made, and nothing is written per gallery ciphertext.
@@ -26,66 +26,70 @@
 //! the order [`crate::ntt::NttPlan`] gives its evaluations in. So it costs
 //! `B/2·log2(B)` butterflies (80 for `B = 32`) instead of `B²` products
 //! (1 024); the tables check that order and keep the `B × B` matrix where
-//! it does not hold.
+//! it does not hold. The pass combines many ciphertexts at once: with the
+//! block sums of `C` ciphertexts laid out as `B` rows of `C` (one row per
+//! block), each butterfly is a backend linear combination of two rows, in
+//! the backend's widest vectors, where one ciphertext alone would take
+//! scalar products.
 
 use crate::arith::{bit_reverse, Modulus, ShoupConstant};
 use crate::bfv::{Ciphertext, Params, PlaintextNtt, SecretKey};
+use crate::Backend;
 
 /// Per prime: the weights and the final combination.
 #[derive(Clone, Debug)]
 struct LimbTables {
-    /// `w_k = v_k^(−r)`.
+    /// `w_k = n⁻¹·v_k^(−r)`: the transform's `n⁻¹` is taken here, once per
+    /// probe, not per ciphertext.
     w: Vec<u32>,
     /// How the block sums become the score residues.
     combine: Combine,
 }
 
-/// `a_{d·m+r} = Σ_b n⁻¹·u_b^(−m)·S_b` for every row `m`.
+/// `a_{d·m+r} = Σ_b u_b^(−m)·S_b` for every row `m` (`n⁻¹` is in the
+/// probe's weights).
 #[derive(Clone, Debug)]
 enum Combine {
-    /// A negacyclic inverse transform of degree `B` (see the module's
-    /// notes): Gentleman–Sande butterflies with `ω^(−brv(k))` at index `k`
-    /// (the stage with `h` groups reads `h..2h`), then the product by `n⁻¹`.
-    Transform {
-        twiddles: Vec<ShoupConstant>,
-        n_inv: ShoupConstant,
-    },
-    /// `n⁻¹·u_b^(−m)`, row `m`, column `b` (`B × B`), with the products
-    /// summed in 64 bits before one reduction: `(q−1)²·terms < 2^64`.
+    /// A negacyclic inverse transform of degree `B` without its `n⁻¹` (see
+    /// the module's notes): Gentleman–Sande butterflies `(x, y) → (x + y,
+    /// (x − y)·w)` with `w = ω^(−brv(k))` at index `k` (the stage with `h`
+    /// groups reads `h..2h`), each kept as the weights `(w, q − w)` of
+    /// `x·w + y·(q − w)`.
+    Transform { twiddles: Vec<[ShoupConstant; 2]> },
+    /// `u_b^(−m)`, row `m`, column `b` (`B × B`), with the products summed
+    /// in 64 bits before one reduction: `(q−1)²·terms < 2^64`.
     Matrix { rows: Vec<u32>, terms: usize },
 }
 
 impl Combine {
     /// The combination for the classes `u` (block order) over `m`: the
     /// transform where `u_b = u_0^(2·brv(b)+1)`, the matrix elsewhere.
-    fn new(m: &Modulus, u: &[u32], n: usize) -> Self {
+    fn new(m: &Modulus, u: &[u32]) -> Self {
         let blocks = u.len();
         let bits = blocks.trailing_zeros();
         let omega = u[0];
-        let n_inv = m.inv(m.reduce_u32(n as u32));
         let in_order = blocks.is_power_of_two()
             && (0..blocks).all(|b| u[b] == m.pow(omega, 2 * bit_reverse(b, bits) as u64 + 1));
         if in_order {
             let omega_inv = m.inv(omega);
             let twiddles = (0..blocks)
-                .map(|k| m.shoup(m.pow(omega_inv, bit_reverse(k, bits) as u64)))
+                .map(|k| {
+                    let w = m.pow(omega_inv, bit_reverse(k, bits) as u64);
+                    [m.shoup(w), m.shoup(m.neg(w))]
+                })
                 .collect();
-            return Combine::Transform {
-                twiddles,
-                n_inv: m.shoup(n_inv),
-            };
+            return Combine::Transform { twiddles };
         }
-        Self::matrix(m, u, n)
+        Self::matrix(m, u)
     }
 
     /// The `B × B` matrix, for any classes.
-    fn matrix(m: &Modulus, u: &[u32], n: usize) -> Self {
+    fn matrix(m: &Modulus, u: &[u32]) -> Self {
         let blocks = u.len();
-        let n_inv = m.inv(m.reduce_u32(n as u32));
         let mut rows = vec![0u32; blocks * blocks];
         for (b, &ub) in u.iter().enumerate() {
             let u_inv = m.inv(ub);
-            let mut x = n_inv;
+            let mut x = 1;
             for row in 0..blocks {
                 rows[row * blocks + b] = x;
                 x = m.mul(x, u_inv);
@@ -98,29 +102,88 @@ impl Combine {
         }
     }
 
-    /// The score residues of one prime from its block sums (`sums` is
-    /// overwritten).
-    fn apply(&self, m: &Modulus, sums: &mut [u32], out: &mut [u32]) {
+    /// The score residues of one prime for `lanes` ciphertexts at once:
+    /// `rows` holds `B` rows of `lanes` words, row `b` the block sums `S_b`
+    /// of every ciphertext, and receives row `m` of every ciphertext's
+    /// residues in their place. `spare` (as long as `rows`) is scratch.
+    fn apply_rows(
+        &self,
+        m: &Modulus,
+        backend: Backend,
+        lanes: usize,
+        rows: &mut [u32],
+        spare: &mut [u32],
+    ) {
         match self {
-            Combine::Transform { twiddles, n_inv } => {
-                let blocks = sums.len();
+            // Each stage reads one buffer and writes the other.
+            Combine::Transform { twiddles } => {
+                let blocks = rows.len() / lanes;
+                let (mut t, mut h, mut flipped) = (1, blocks / 2, false);
+                while h >= 1 {
+                    let (from, to) = match flipped {
+                        false => (&*rows, &mut *spare),
+                        true => (&*spare, &mut *rows),
+                    };
+                    let pairs = from
+                        .chunks_exact(2 * t * lanes)
+                        .zip(to.chunks_exact_mut(2 * t * lanes));
+                    for ((from, to), w) in pairs.zip(&twiddles[h..2 * h]) {
+                        let (x, y) = from.split_at(t * lanes);
+                        let (sum, diff) = to.split_at_mut(t * lanes);
+                        for (o, (&a, &b)) in sum.iter_mut().zip(x.iter().zip(y)) {
+                            *o = m.add(a, b);
+                        }
+                        let each = x.chunks_exact(lanes).zip(y.chunks_exact(lanes));
+                        for ((x, y), o) in each.zip(diff.chunks_exact_mut(lanes)) {
+                            backend.lincomb(m, &[x, y], w, o);
+                        }
+                    }
+                    (t, h, flipped) = (2 * t, h / 2, !flipped);
+                }
+                if flipped {
+                    rows.copy_from_slice(spare);
+                }
+            }
+            // A column at a time (tables that need the matrix are not the
+            // presets').
+            Combine::Matrix { .. } => {
+                let blocks = rows.len() / lanes;
+                let (mut column, mut out) = (vec![0u32; blocks], vec![0u32; blocks]);
+                for c in 0..lanes {
+                    for (x, row) in column.iter_mut().zip(rows.chunks_exact(lanes)) {
+                        *x = row[c];
+                    }
+                    self.apply(m, &column, &mut out);
+                    for (row, &x) in rows.chunks_exact_mut(lanes).zip(&out) {
+                        row[c] = x;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The score residues of one ciphertext and prime from its block sums,
+    /// one product at a time: the matrix's way, and the reference the
+    /// transform is tested against.
+    fn apply(&self, m: &Modulus, sums: &[u32], out: &mut [u32]) {
+        match self {
+            Combine::Transform { twiddles } => {
+                let mut x = sums.to_vec();
+                let blocks = x.len();
                 let (mut t, mut h) = (1, blocks / 2);
                 while h >= 1 {
-                    for (g, pair) in sums.chunks_exact_mut(2 * t).enumerate() {
-                        let w = twiddles[h + g];
+                    for (pair, w) in x.chunks_exact_mut(2 * t).zip(&twiddles[h..2 * h]) {
                         let (lo, hi) = pair.split_at_mut(t);
                         for (x, y) in lo.iter_mut().zip(hi) {
                             let (u, v) = (*x, *y);
                             *x = m.add(u, v);
-                            *y = m.mul_shoup(m.sub(u, v), w);
+                            *y = m.mul_shoup(m.sub(u, v), w[0]);
                         }
                     }
                     t *= 2;
                     h /= 2;
                 }
-                for (o, &x) in out.iter_mut().zip(sums.iter()) {
-                    *o = m.mul_shoup(x, *n_inv);
-                }
+                out.copy_from_slice(&x);
             }
             Combine::Matrix { rows, terms } => {
                 let blocks = sums.len();
@@ -181,6 +244,7 @@ impl FusedScorer {
         for plan in &params.plans_q()[..limbs] {
             let m = plan.modulus();
             let q = m.value();
+            let n_inv = m.inv(m.reduce_u32(n as u32));
             // v_k: the transform of the monomial X.
             let mut v = vec![0u32; n];
             v[1] = 1;
@@ -194,7 +258,7 @@ impl FusedScorer {
                     if m.pow(vk, dim as u64) != u_b {
                         return None;
                     }
-                    w.push(m.pow(m.inv(vk), r));
+                    w.push(m.mul(n_inv, m.pow(m.inv(vk), r)));
                 }
                 if class[..b].contains(&u_b) {
                     return None;
@@ -203,7 +267,7 @@ impl FusedScorer {
             }
             out.push(LimbTables {
                 w,
-                combine: Combine::new(m, &class, n),
+                combine: Combine::new(m, &class),
             });
         }
         Some(Self {
@@ -242,40 +306,83 @@ impl FusedScorer {
         FusedProbe { p }
     }
 
-    /// The residues of the score coefficients of `cts[k]·probe`, decrypted,
-    /// for each of the `K` ciphertexts (at this scorer's level) scored in one
-    /// read of the probe: `rows[(k·L + i)·blocks + m]` is coefficient
-    /// `d·m + d − 1` mod prime `i` of `cts[k]`, for `L` primes. `sums`
-    /// (`K·n/d` words) is scratch. `next[k]`, a ciphertext scored after
-    /// these (same level), is prefetched a prime at a time as `cts[k]` is
-    /// read.
-    pub(crate) fn score_residues<const K: usize>(
+    /// The residues of the score coefficients of each `cts[c]·probe`,
+    /// decrypted (every ciphertext at this scorer's level):
+    /// `rows[(i·B + m)·C + c]` is coefficient `d·m + d − 1` mod prime `i` of
+    /// `cts[c]`, for `C = cts.len()`, `B = n/d` blocks and `L` primes; a
+    /// prime's row `m` holds that score of every ciphertext, as the rounding
+    /// takes them. The ciphertexts are read two at a time against one read
+    /// of the probe (in cache the probe's reads, as many as the gallery's,
+    /// bound the kernel: bench/HISTORY.md), each pair prefetching the next,
+    /// the last the first of `next` (read after these).
+    pub(crate) fn score_rows(
         &self,
-        cts: [&Ciphertext; K],
-        next: [Option<&Ciphertext>; K],
+        cts: &[Ciphertext],
+        next: &[Ciphertext],
         probe: &FusedProbe,
+        scratch: &mut Vec<u32>,
         rows: &mut [u32],
-        sums: &mut [u32],
     ) {
-        let (n, blocks, limbs) = (self.dim * self.blocks, self.blocks, self.limbs.len());
+        let (c, blocks, limbs) = (cts.len(), self.blocks, self.limbs.len());
+        assert_eq!(rows.len(), limbs * blocks * c, "FusedScorer::score_rows");
         let Some(params) = cts.first().map(|ct| ct.params()) else {
             return;
         };
-        for (i, (t, plan)) in self.limbs.iter().zip(params.plans_q()).enumerate() {
-            let (p0, p1) = probe.p[2 * n * i..2 * n * (i + 1)].split_at(n);
-            let (m, backend) = (plan.modulus(), plan.backend());
-            let gallery = cts.map(|ct| (ct.residues(0, i), ct.residues(1, i)));
-            let ahead = next.map(|ct| ct.map(|ct| (ct.residues(0, i), ct.residues(1, i))));
-            let mut each = sums[..K * blocks].chunks_exact_mut(blocks);
-            let each: [&mut [u32]; K] =
-                std::array::from_fn(|_| each.next().expect("K blocks of sums"));
-            backend.dot2_blocks_many(m, gallery, p0, p1, each, ahead);
-            for (k, sums) in sums.chunks_exact_mut(blocks).take(K).enumerate() {
-                let out = &mut rows[(k * limbs + i) * blocks..(k * limbs + i + 1) * blocks];
-                t.combine.apply(m, sums, out);
+        let n = self.dim * blocks;
+        // Block sums, prime-major then ciphertext by ciphertext, then the
+        // same transposed into `rows` for the combination's rows.
+        scratch.resize(2 * rows.len(), 0);
+        let (sums, spare) = scratch.split_at_mut(rows.len());
+        let pairs = cts.chunks(2);
+        let after = pairs.clone().skip(1).chain([next.get(..2).unwrap_or(next)]);
+        for (p, (pair, after)) in pairs.zip(after).enumerate() {
+            let ahead = |k: usize| after.get(k);
+            for (i, plan) in params.plans_q()[..limbs].iter().enumerate() {
+                let (p0, p1) = probe.p[2 * n * i..2 * n * (i + 1)].split_at(n);
+                let (m, backend) = (plan.modulus(), plan.backend());
+                let at = (i * c + 2 * p) * blocks;
+                let residues = |ct| limb(ct, i);
+                let next = |k: usize| ahead(k).map(residues);
+                match pair {
+                    [a, b] => {
+                        let (sa, sb) = sums[at..at + 2 * blocks].split_at_mut(blocks);
+                        backend.dot2_blocks_many(
+                            m,
+                            [residues(a), residues(b)],
+                            p0,
+                            p1,
+                            [sa, sb],
+                            [next(0), next(1)],
+                        );
+                    }
+                    [a] => {
+                        let sa = &mut sums[at..at + blocks];
+                        backend.dot2_blocks_many(m, [residues(a)], p0, p1, [sa], [next(0)]);
+                    }
+                    _ => unreachable!("`chunks(2)` gives one or two"),
+                }
             }
         }
+        for (i, (t, plan)) in self.limbs.iter().zip(params.plans_q()).enumerate() {
+            let (from, to) = (
+                &sums[i * blocks * c..],
+                &mut rows[i * blocks * c..][..blocks * c],
+            );
+            for (k, ct_sums) in from.chunks_exact(blocks).take(c).enumerate() {
+                for (b, &x) in ct_sums.iter().enumerate() {
+                    to[b * c + k] = x;
+                }
+            }
+            let spare = &mut spare[..blocks * c];
+            t.combine
+                .apply_rows(plan.modulus(), plan.backend(), c, to, spare);
+        }
     }
+}
+
+/// Prime `i`'s residues of a ciphertext's two polynomials.
+fn limb(ct: &Ciphertext, i: usize) -> (&[u32], &[u32]) {
+    (ct.residues(0, i), ct.residues(1, i))
 }
 
 #[cfg(test)]
@@ -284,7 +391,8 @@ mod tests {
 
     /// At every dimension and prime of the preset, the tables take the
     /// transform, and it gives what the matrix gives, on random sums and
-    /// on the extremes.
+    /// on the extremes: one ciphertext at a time, and in rows of 1, 3, 8
+    /// and 33 ciphertexts on every backend (the matrix's rows too).
     #[test]
     fn the_combination_transform_equals_the_matrix() {
         let params = Params::auth4096();
@@ -307,7 +415,7 @@ mod tests {
                     .chunks_exact(dim)
                     .map(|b| m.pow(b[0], dim as u64))
                     .collect();
-                let matrix = Combine::matrix(m, &u, n);
+                let matrix = Combine::matrix(m, &u);
                 for round in 0..8 {
                     let sums: Vec<u32> = (0..f.blocks)
                         .map(|_| match round {
@@ -322,9 +430,41 @@ mod tests {
                         })
                         .collect();
                     let (mut fast, mut slow) = (vec![0; f.blocks], vec![0; f.blocks]);
-                    t.combine.apply(m, &mut sums.clone(), &mut fast);
-                    matrix.apply(m, &mut sums.clone(), &mut slow);
+                    t.combine.apply(m, &sums, &mut fast);
+                    matrix.apply(m, &sums, &mut slow);
                     assert_eq!(fast, slow, "d={dim} q={q} round {round}");
+                }
+                for lanes in [1, 3, 8, 33] {
+                    let sums: Vec<u32> = (0..f.blocks * lanes)
+                        .map(|x| match x % 5 {
+                            0 => 0,
+                            1 => q - 1,
+                            _ => {
+                                state ^= state << 13;
+                                state ^= state >> 7;
+                                state ^= state << 17;
+                                (state % q as u64) as u32
+                            }
+                        })
+                        .collect();
+                    // Column `c` of the rows, combined alone by the matrix.
+                    let mut want = vec![0u32; sums.len()];
+                    for c in 0..lanes {
+                        let column: Vec<u32> = (0..f.blocks).map(|b| sums[b * lanes + c]).collect();
+                        let mut out = vec![0; f.blocks];
+                        matrix.apply(m, &column, &mut out);
+                        for (b, x) in out.into_iter().enumerate() {
+                            want[b * lanes + c] = x;
+                        }
+                    }
+                    for combine in [&t.combine, &matrix] {
+                        for backend in Backend::available() {
+                            let mut rows = sums.clone();
+                            let mut spare = vec![0u32; sums.len()];
+                            combine.apply_rows(m, backend, lanes, &mut rows, &mut spare);
+                            assert_eq!(rows, want, "d={dim} q={q} lanes {lanes} {backend:?}");
+                        }
+                    }
                 }
             }
         }
@@ -379,7 +519,8 @@ mod tests {
                 let fp = f.prepare(&params, &probe, &sk);
                 assert_eq!(format!("{fp:?}"), "FusedProbe { .. }");
                 let mut rows = vec![0u32; level * blocks];
-                f.score_residues([&ct], [None], &fp, &mut rows, &mut vec![0; blocks]);
+                let mut scratch = Vec::new();
+                f.score_rows(std::slice::from_ref(&ct), &[], &fp, &mut scratch, &mut rows);
                 let mut prod = crate::bfv::Ciphertext::new(&params, Vec::new());
                 ev.multiply_plain_into(&ct, &probe, &mut prod).unwrap();
                 let phase = sk.phase(&prod).unwrap();
@@ -400,25 +541,34 @@ mod tests {
                     sk.decrypt_coefficients(&prod, &positions).unwrap(),
                     "d={dim}"
                 );
-                // Two ciphertexts in one call, either order, prefetching
-                // either: each gets the rows it gets alone.
-                let other = ev
-                    .mod_switch_to(&pk.encrypt_with(&msg, &mut rng).unwrap(), level)
-                    .unwrap();
-                let mut alone = vec![0u32; level * blocks];
-                f.score_residues([&other], [Some(&ct)], &fp, &mut alone, &mut vec![0; blocks]);
-                let mut both = vec![0u32; 2 * level * blocks];
-                let mut sums = vec![0; 2 * blocks];
-                f.score_residues(
-                    [&ct, &other],
-                    [Some(&other), None],
-                    &fp,
-                    &mut both,
-                    &mut sums,
-                );
-                assert_eq!(both, [&rows[..], &alone[..]].concat(), "d={dim}");
-                f.score_residues([&other, &ct], [None, None], &fp, &mut both, &mut sums);
-                assert_eq!(both, [&alone[..], &rows[..]].concat(), "d={dim}");
+                // Rows of one to five ciphertexts in one call, with and
+                // without ciphertexts after them: each ciphertext's column
+                // is the rows it gets alone.
+                let cts: Vec<Ciphertext> = (0..5)
+                    .map(|_| {
+                        let ct = pk.encrypt_with(&msg, &mut rng).unwrap();
+                        ev.mod_switch_to(&ct, level).unwrap()
+                    })
+                    .collect();
+                let alone: Vec<Vec<u32>> = cts
+                    .iter()
+                    .map(|ct| {
+                        let mut rows = vec![0u32; level * blocks];
+                        f.score_rows(std::slice::from_ref(ct), &[], &fp, &mut scratch, &mut rows);
+                        rows
+                    })
+                    .collect();
+                for c in 1..=cts.len() {
+                    for next in [&cts[c..], &cts[..0]] {
+                        let mut rows = vec![0u32; level * blocks * c];
+                        f.score_rows(&cts[..c], next, &fp, &mut scratch, &mut rows);
+                        for (k, alone) in alone.iter().enumerate().take(c) {
+                            let column: Vec<u32> =
+                                (0..level * blocks).map(|r| rows[r * c + k]).collect();
+                            assert_eq!(&column, alone, "d={dim} {c} ciphertexts, column {k}");
+                        }
+                    }
+                }
             }
         }
     }

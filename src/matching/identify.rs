@@ -574,37 +574,32 @@ impl Identifier {
             // with per-thread scratch for the residues.
             Some(f) => {
                 let fp = f.prepare(&self.params, &probe, sk);
-                // Ciphertexts two at a time, scored against one read of the
-                // probe (the probe's reads, as many as the gallery's, bound
-                // the kernel in cache; bench/HISTORY.md), each pair with the
-                // one after it, which the pass prefetches as it reads this
-                // one. An odd last ciphertext is scored alone, into scores
-                // padded by one ciphertext.
-                let pairs: Vec<&[Ciphertext]> = gallery.cts.chunks(2).collect();
-                let nexts = pairs.iter().skip(1).copied().map(Some).chain([None]);
-                let items: Vec<_> = pairs.iter().copied().zip(nexts).collect();
-                scores.resize(2 * per * pairs.len(), 0);
-                let words = f.limbs() * per;
+                // Runs of ciphertexts, scored and rounded together, each
+                // with the run after it (which the pass prefetches as it
+                // reads this one); the last run may be shorter, into
+                // scores padded to whole runs.
+                let run = score_run(gallery.cts.len());
+                let runs: Vec<&[Ciphertext]> = gallery.cts.chunks(run).collect();
+                let after = runs.iter().skip(1).copied().chain([&[][..]]);
+                let items: Vec<_> = runs.iter().copied().zip(after).collect();
+                scores.resize(run * per * runs.len(), 0);
+                let words = f.limbs() * per * run;
+                let t = self.params.plaintext_modulus();
                 crate::parallel::par_chunks_init(
                     &items,
                     &mut scores,
-                    2 * per,
-                    || (vec![0u32; 2 * words], vec![0u32; 2 * per]),
-                    |(rows, raw), &(cts, next), out| {
-                        // `raw` is the block sums' scratch before it
-                        // receives the rounded scores.
-                        let next = |k: usize| next.and_then(|n: &[Ciphertext]| n.get(k));
-                        match cts {
-                            [a, b] => f.score_residues([a, b], [next(0), next(1)], &fp, rows, raw),
-                            [a] => f.score_residues([a], [next(0)], &fp, rows, raw),
-                            _ => {} // `chunks(2)` gives one or two.
-                        }
-                        let each = rows.chunks_exact_mut(words).zip(raw.chunks_exact_mut(per));
-                        for ((rows, raw), out) in
-                            each.zip(out.chunks_exact_mut(per)).take(cts.len())
-                        {
-                            crate::bfv::round_residue_rows_to_t(&self.params, rows, raw);
-                            self.centre_into(raw, out);
+                    run * per,
+                    || (Vec::new(), vec![0u32; words], vec![0u32; per * run]),
+                    |(scratch, rows, raw), &(cts, next), out| {
+                        let c = cts.len();
+                        let (rows, raw) = (&mut rows[..f.limbs() * per * c], &mut raw[..per * c]);
+                        f.score_rows(cts, next, &fp, scratch, rows);
+                        // `raw[m·c + k]`: template `m` of `cts[k]`.
+                        crate::bfv::round_residue_rows_to_t(&self.params, rows, raw);
+                        for (k, out) in out.chunks_exact_mut(per).take(c).enumerate() {
+                            for (m, o) in out.iter_mut().enumerate() {
+                                *o = crate::bfv::centred(raw[m * c + k], t);
+                            }
                         }
                         Ok::<_, MatchError>(())
                     },
@@ -632,6 +627,15 @@ impl Identifier {
         }
         Ok(self.best(gallery, &scores, top_k))
     }
+}
+
+/// How many gallery ciphertexts the key holder's pass scores and rounds
+/// together: up to 128 (their combination and rounding run in vectors across
+/// them, where one ciphertext alone is scalar work), and smaller for small
+/// galleries so that every core still gets runs; always even, so the
+/// ciphertexts go two at a time.
+fn score_run(ciphertexts: usize) -> usize {
+    ciphertexts.div_ceil(8).next_multiple_of(2).clamp(2, 128)
 }
 
 /// The `top_k` best `(score, index)` of every template's score (`scores`:

@@ -318,14 +318,18 @@ suite_test! {
         }
         assert!(matches.windows(2).all(|w| w[0].score >= w[1].score));
         // Every score exact, the gallery's ciphertexts scored two at a time
-        // with an odd one left (3), then none left (4).
-        for extra in [0, 10] {
-            let more: Vec<Vec<f32>> = (0..extra).map(|_| embedding(&mut rng, d)).collect();
-            if extra > 0 {
-                let refs: Vec<&[f32]> = more.iter().map(|e| e.as_slice()).collect();
+        // in runs rounded together: a run of two and one of an odd one (3
+        // ciphertexts), two runs of two (4), then four runs of four and one
+        // of three, a pair and an odd one (19).
+        let mut more: Vec<Vec<f32>> = Vec::new();
+        for added in [0, 1, 15] {
+            for _ in 0..added {
+                let start = more.len();
+                more.extend((0..10).map(|_| embedding(&mut rng, d)));
+                let refs: Vec<&[f32]> = more[start..].iter().map(|e| e.as_slice()).collect();
                 let ct = client::encrypt_templates_public(&service_pk, &q, &refs, &mut prng).unwrap();
-                let first = gallery.push(ct, extra).unwrap();
-                index_of.extend((0..extra).map(|k| first + k));
+                let first = gallery.push(ct, refs.len()).unwrap();
+                index_of.extend((0..refs.len()).map(|k| first + k));
             }
             let everyone: Vec<&Vec<f32>> = people.iter().chain(&more).collect();
             let all = id.identify(&gallery, &service_sk, &capture, everyone.len()).unwrap();
@@ -335,7 +339,7 @@ suite_test! {
                 assert_eq!(m.score, dot(&q.quantize(everyone[who]).unwrap(), &pq), "{} ciphertexts", gallery.ciphertexts());
             }
         }
-        assert_eq!(gallery.ciphertexts(), 4);
+        assert_eq!(gallery.ciphertexts(), 19);
 
         // Worst-case inputs: a ciphertext of extreme templates, probed by each
         // extreme in turn; every score is exact.
