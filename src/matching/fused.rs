@@ -333,33 +333,35 @@ impl FusedScorer {
         // same transposed into `rows` for the combination's rows.
         scratch.resize(2 * rows.len(), 0);
         let (sums, spare) = scratch.split_at_mut(rows.len());
-        let pairs = cts.chunks(2);
-        let after = pairs.clone().skip(1).chain([next.get(..2).unwrap_or(next)]);
-        for (p, (pair, after)) in pairs.zip(after).enumerate() {
-            let ahead = |k: usize| after.get(k);
+        // Every ciphertext's residues, prime by prime (`c·L + i`), with the
+        // first two of `next`, looked up before any is read: they sit
+        // behind a pointer per ciphertext, and a loop of lookups alone lets
+        // those cache misses overlap, where a lookup in each call stalled
+        // it (bench/HISTORY.md).
+        let known = c + next.len().min(2);
+        let residues: Vec<(&[u32], &[u32])> = cts
+            .iter()
+            .chain(next.iter().take(2))
+            .flat_map(|ct| (0..limbs).map(move |i| limb(ct, i)))
+            .collect();
+        let of = |ct: usize, i: usize| (ct < known).then(|| residues[ct * limbs + i]);
+        for first in (0..c).step_by(2) {
+            // The ciphertexts read after these, which they prefetch.
+            let after = (first + 2).min(c);
             for (i, plan) in params.plans_q()[..limbs].iter().enumerate() {
                 let (p0, p1) = probe.p[2 * n * i..2 * n * (i + 1)].split_at(n);
                 let (m, backend) = (plan.modulus(), plan.backend());
-                let at = (i * c + 2 * p) * blocks;
-                let residues = |ct| limb(ct, i);
-                let next = |k: usize| ahead(k).map(residues);
-                match pair {
-                    [a, b] => {
-                        let (sa, sb) = sums[at..at + 2 * blocks].split_at_mut(blocks);
-                        backend.dot2_blocks_many(
-                            m,
-                            [residues(a), residues(b)],
-                            p0,
-                            p1,
-                            [sa, sb],
-                            [next(0), next(1)],
-                        );
-                    }
-                    [a] => {
-                        let sa = &mut sums[at..at + blocks];
-                        backend.dot2_blocks_many(m, [residues(a)], p0, p1, [sa], [next(0)]);
-                    }
-                    _ => unreachable!("`chunks(2)` gives one or two"),
+                let at = (i * c + first) * blocks;
+                let here = |ct| residues[ct * limbs + i];
+                if first + 1 < c {
+                    let (sa, sb) = sums[at..at + 2 * blocks].split_at_mut(blocks);
+                    let next = [of(after, i), of(after + 1, i)];
+                    let pair = [here(first), here(first + 1)];
+                    backend.dot2_blocks_many(m, pair, p0, p1, [sa, sb], next);
+                } else {
+                    let sa = &mut sums[at..at + blocks];
+                    let next = [of(after, i)];
+                    backend.dot2_blocks_many(m, [here(first)], p0, p1, [sa], next);
                 }
             }
         }
@@ -368,9 +370,10 @@ impl FusedScorer {
                 &sums[i * blocks * c..],
                 &mut rows[i * blocks * c..][..blocks * c],
             );
-            for (k, ct_sums) in from.chunks_exact(blocks).take(c).enumerate() {
-                for (b, &x) in ct_sums.iter().enumerate() {
-                    to[b * c + k] = x;
+            let from = &from[..blocks * c];
+            for (b, row) in to.chunks_exact_mut(c).enumerate() {
+                for (o, ct_sums) in row.iter_mut().zip(from.chunks_exact(blocks)) {
+                    *o = ct_sums[b];
                 }
             }
             let spare = &mut spare[..blocks * c];
