@@ -195,7 +195,7 @@ pub(crate) const SUM_TERMS: usize = 4;
 
 /// How far ahead, in words (4 KiB), the x86_64 kernels that stream through
 /// a whole gallery prefetch it: [`Backend::dot2`] (the key holder's 1:N
-/// scores) and [`Backend::mul_streaming`] (score ciphertexts). A hint, never
+/// scores) and [`Backend::mul_mont_streaming`] (score ciphertexts). A hint, never
 /// a read. On the development machine, per 100 000 templates on one core:
 /// the key holder's identification took 18 ms without prefetching and
 /// 14.5 / 12.5 / 11.0 / 12.6 / 15.3 ms prefetching 1, 2, 4, 8 and 16 KiB
@@ -456,20 +456,20 @@ impl Backend {
         self.products(Product::MulMont, m, a, b, out);
     }
 
-    /// [`Backend::mul`] for results that are written once and not read
-    /// again soon (a gallery's score ciphertexts): where the CPU has
-    /// non-temporal stores (AVX2, AVX-512) they bypass the cache, which saves
-    /// the read of every output line before its write. The same values as
-    /// [`Backend::mul`].
+    /// [`Backend::mul_mont`] for results that are not read again soon (a
+    /// gallery's score ciphertexts, by a probe held in Montgomery form):
+    /// where the CPU has non-temporal stores (AVX2, AVX-512) they bypass the
+    /// cache, which saves the read of every output line before its write.
+    /// The same values as [`Backend::mul_mont`].
     ///
     /// # Panics
     /// If the three lengths differ.
-    pub fn mul_streaming(self, m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+    pub fn mul_mont_streaming(self, m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
         assert!(
             a.len() == b.len() && a.len() == out.len(),
-            "Backend::mul_streaming: length mismatch"
+            "Backend::mul_mont_streaming: length mismatch"
         );
-        dispatch!(self.of(Family::Products), mul_streaming(m, a, b, out), [avx2, avx512], else self.mul(m, a, b, out))
+        dispatch!(self.of(Family::Products), mul_mont_streaming(m, a, b, out), [avx2, avx512], else self.mul_mont(m, a, b, out))
     }
 
     /// `acc[i] = acc[i] + a[i] · b[i] mod q` for inputs in `[0, q)`.

@@ -147,15 +147,6 @@ impl NttPlan {
         self.backend.mul(&self.tables.modulus, a, b, out);
     }
 
-    /// [`NttPlan::multiply_pointwise`] for results that are not read again
-    /// soon: see [`Backend::mul_streaming`].
-    ///
-    /// # Panics
-    /// If the three lengths differ.
-    pub fn multiply_pointwise_streaming(&self, a: &[u32], b: &[u32], out: &mut [u32]) {
-        self.backend.mul_streaming(&self.tables.modulus, a, b, out);
-    }
-
     /// `acc[i] = acc[i] + a[i] · b[i] mod q`, inputs in `[0, q)`.
     ///
     /// # Panics

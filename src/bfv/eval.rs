@@ -5,19 +5,23 @@ use super::encrypt::scaled_message;
 use super::galois::{GaloisKeys, RelinKey};
 use super::params::Params;
 use super::plaintext::Plaintext;
-use super::poly::{Ntt, RnsPoly};
+use super::poly::{Ntt, NttMont, RnsPoly};
 use crate::error::BfvError;
 
 /// A plaintext lifted to Q (centred) and transformed, ready for repeated
-/// [`Evaluator::multiply_plain`].
+/// [`Evaluator::multiply_plain`]: held in Montgomery form, so that each
+/// product by it is one Montgomery product (a gallery's 1:N scores are
+/// such products, three fifths of the multiplications of a plain one on
+/// AVX2: bench/HISTORY.md).
 #[derive(Clone, Debug)]
 pub struct PlaintextNtt {
     params: Params,
-    poly: RnsPoly<Ntt>,
+    poly: RnsPoly<NttMont>,
 }
 
 impl PlaintextNtt {
-    /// The residues mod prime `i`, in NTT form.
+    /// The residues mod prime `i`, in NTT form and Montgomery form (each
+    /// evaluation `x` held as `x·2^32 mod q`).
     pub(crate) fn limb(&self, i: usize) -> &[u32] {
         self.poly.limb(i)
     }
@@ -176,7 +180,7 @@ impl Evaluator {
         let plans = self.params.plans_q();
         Ok(PlaintextNtt {
             params: self.params.clone(),
-            poly: RnsPoly::from_small(&centred, plans).into_ntt(plans),
+            poly: RnsPoly::from_small(&centred, plans).into_ntt_mont(plans),
         })
     }
 
@@ -190,7 +194,7 @@ impl Evaluator {
         self.params.check(&pt.params)?;
         let plans = &self.params.plans_q()[..a.level()];
         for p in a.polys.iter_mut() {
-            p.mul_assign(&pt.poly, plans);
+            p.mul_assign_mont(&pt.poly, plans);
         }
         a.seed = None;
         Ok(())
@@ -210,7 +214,7 @@ impl Evaluator {
     /// [`Evaluator::multiply_plain_into`] for products that are not read
     /// again soon, such as the score ciphertexts of a whole gallery: where
     /// the CPU has them, non-temporal stores write `out` past the cache
-    /// ([`crate::Backend::mul_streaming`]). The same values.
+    /// ([`crate::Backend::mul_mont_streaming`]). The same values.
     pub fn multiply_plain_streaming_into(
         &self,
         a: &Ciphertext,
@@ -243,9 +247,9 @@ impl Evaluator {
                 *o = RnsPoly::zero(n, l);
             }
             if streaming {
-                o.mul_from_streaming(x, &pt.poly, plans);
+                o.mul_from_mont_streaming(x, &pt.poly, plans);
             } else {
-                o.mul_from(x, &pt.poly, plans);
+                o.mul_from_mont(x, &pt.poly, plans);
             }
         }
         Ok(())

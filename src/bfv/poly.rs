@@ -306,6 +306,22 @@ impl RnsPoly<Coeff> {
         }
         RnsPoly::from_raw(std::mem::take(&mut self.data), self.n)
     }
+
+    /// The evaluations in Montgomery form (coefficients below each prime):
+    /// each limb times `2^32 mod q` (one vector pass), then transformed,
+    /// since the transform is linear.
+    pub fn into_ntt_mont(mut self, plans: &[NttPlan]) -> RnsPoly<NttMont> {
+        let mut row = vec![0u32; self.n];
+        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
+            let m = plan.modulus();
+            plan.backend()
+                .lincomb(m, &[self.limb(i)], &[m.shoup(m.r())], &mut row);
+            let limb = self.limb_mut(i);
+            limb.copy_from_slice(&row);
+            plan.forward(limb);
+        }
+        RnsPoly::from_raw(std::mem::take(&mut self.data), self.n)
+    }
 }
 
 impl RnsPoly<Ntt> {
@@ -325,19 +341,6 @@ impl RnsPoly<Ntt> {
         }
     }
 
-    /// [`RnsPoly::mul_from`] for a result that is not read again soon
-    /// (see [`crate::Backend::mul_streaming`]).
-    pub fn mul_from_streaming(&mut self, a: &Self, b: &Self, plans: &[NttPlan]) {
-        let n = self.n;
-        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
-            plan.multiply_pointwise_streaming(
-                a.limb(i),
-                b.limb(i),
-                &mut self.data[i * n..(i + 1) * n],
-            );
-        }
-    }
-
     /// `self += a · b` pointwise.
     pub fn mul_acc(&mut self, a: &Self, b: &Self, plans: &[NttPlan]) {
         let n = self.n;
@@ -352,6 +355,12 @@ impl<D: Evaluations> RnsPoly<D> {
     /// `a`'s domain). Reads the first `self.limbs()` limbs of `a` and `b`.
     pub fn mul_from_mont(&mut self, a: &Self, b: &RnsPoly<NttMont>, plans: &[NttPlan]) {
         self.limbwise_mont(a, b, plans, Backend::mul_mont);
+    }
+
+    /// [`RnsPoly::mul_from_mont`] for a result that is not read again soon
+    /// (see [`crate::Backend::mul_mont_streaming`]).
+    pub fn mul_from_mont_streaming(&mut self, a: &Self, b: &RnsPoly<NttMont>, plans: &[NttPlan]) {
+        self.limbwise_mont(a, b, plans, Backend::mul_mont_streaming);
     }
 
     /// `self += a · b` pointwise, for `b` in Montgomery form.
@@ -389,6 +398,18 @@ impl RnsPoly<Ntt> {
         for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
             plan.multiply_pointwise(&self.data[i * n..(i + 1) * n], b.limb(i), &mut tmp);
             self.data[i * n..(i + 1) * n].copy_from_slice(&tmp);
+        }
+    }
+
+    /// `self = self · b` pointwise, for `b` in Montgomery form.
+    pub fn mul_assign_mont(&mut self, b: &RnsPoly<NttMont>, plans: &[NttPlan]) {
+        let n = self.n;
+        let mut tmp = vec![0u32; n];
+        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
+            let limb = &mut self.data[i * n..(i + 1) * n];
+            plan.backend()
+                .mul_mont(plan.modulus(), limb, b.limb(i), &mut tmp);
+            limb.copy_from_slice(&tmp);
         }
     }
 }

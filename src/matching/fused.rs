@@ -294,13 +294,12 @@ impl FusedScorer {
         for (i, (t, plan)) in self.limbs.iter().zip(params.plans_q()).enumerate() {
             let m = plan.modulus();
             let (p0, p1) = p[2 * n * i..2 * n * (i + 1)].split_at_mut(n);
-            let pk = probe.limb(i);
-            // The key is held as s·2^32: one Montgomery product gives p·s.
-            let s = sk.ntt_mont_limb(i);
+            // The probe and the key are held as p·2^32 and s·2^32: one
+            // Montgomery product with each gives p·w and p·s·w.
+            let (pk, s) = (probe.limb(i), sk.ntt_mont_limb(i));
             for k in 0..n {
-                let x = m.reduce_u32(pk[k]);
-                p0[k] = m.mul(x, t.w[k]);
-                p1[k] = m.mul(m.mont_mul(x, s[k]), t.w[k]);
+                p0[k] = m.mont_mul(pk[k], t.w[k]);
+                p1[k] = m.mont_mul(m.mont_mul(pk[k], s[k]), t.w[k]);
             }
         }
         FusedProbe { p }

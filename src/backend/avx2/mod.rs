@@ -37,7 +37,7 @@ mod transforms;
 
 pub(crate) use dot::{dot2, dot2_blocks};
 pub(crate) use pointwise::{
-    cbd, floor_frac_sum, lincomb, mul, mul_acc, mul_streaming, mul_sum, round_weighted_sum,
+    cbd, floor_frac_sum, lincomb, mul, mul_acc, mul_mont_streaming, mul_sum, round_weighted_sum,
     take_below,
 };
 pub(crate) use transforms::{forward, inverse, inverse_from};

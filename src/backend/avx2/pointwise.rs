@@ -84,15 +84,16 @@ pub(crate) unsafe fn mul<const MONT: bool>(m: &Modulus, a: &[u32], b: &[u32], ou
     scalar::mul::<MONT>(m, at, bt, ot);
 }
 
-/// `out = a · b mod q` as [`mul`], with non-temporal stores into the
-/// 32-byte-aligned part of `out`: for results that are not read again
-/// soon (a gallery's score ciphertexts), which then skip the read for
-/// ownership and leave the cache to the inputs.
+/// `out = a · b · 2^-32 mod q` as [`mul`] with `MONT` (`b` in
+/// Montgomery form: the plain product), with non-temporal stores into the
+/// aligned part of `out`: for results that are not read again soon (a
+/// gallery's score ciphertexts), which then skip the read for ownership
+/// and leave the cache to the inputs.
 ///
 /// # Safety
 /// The CPU supports AVX2.
 #[target_feature(enable = "avx2")]
-pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
+pub(crate) unsafe fn mul_mont_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut [u32]) {
     debug_assert!(a.len() == b.len() && a.len() == out.len());
     #[repr(C, align(32))]
     struct Line([u32; 8]);
@@ -104,16 +105,16 @@ pub(crate) unsafe fn mul_streaming(m: &Modulus, a: &[u32], b: &[u32], out: &mut 
     // SAFETY (whole block): AVX2 is enabled here; every `Line` is
     // 32-byte aligned, as the streaming store requires.
     unsafe {
-        mul::<false>(m, &a[..h], &b[..h], head);
+        mul::<true>(m, &a[..h], &b[..h], head);
         let k = ProductConsts::new(m);
         for ((o, x), y) in body.iter_mut().zip(av).zip(bv) {
             _mm_prefetch::<_MM_HINT_T0>(x.as_ptr().wrapping_add(STREAM_PREFETCH).cast());
-            _mm256_stream_si256(o.0.as_mut_ptr().cast(), k.mul(load(x), load(y)));
+            _mm256_stream_si256(o.0.as_mut_ptr().cast(), k.mul_mont(load(x), load(y)));
         }
         // Orders the streaming stores before whatever the caller does next
         // (another thread may read the result).
         _mm_sfence();
-        mul::<false>(m, &a[h + len..], &b[h + len..], tail);
+        mul::<true>(m, &a[h + len..], &b[h + len..], tail);
     }
 }
 
