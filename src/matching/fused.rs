@@ -418,37 +418,26 @@ mod tests {
                     .map(|b| m.pow(b[0], dim as u64))
                     .collect();
                 let matrix = Combine::matrix(m, &u);
+                // 0, q − 1, or a random residue, as `kind` is 0, 1 or more.
+                let mut residue = |kind: usize| match kind {
+                    0 => 0,
+                    1 => q - 1,
+                    _ => {
+                        state ^= state << 13;
+                        state ^= state >> 7;
+                        state ^= state << 17;
+                        (state % q as u64) as u32
+                    }
+                };
                 for round in 0..8 {
-                    let sums: Vec<u32> = (0..f.blocks)
-                        .map(|_| match round {
-                            0 => 0,
-                            1 => q - 1,
-                            _ => {
-                                state ^= state << 13;
-                                state ^= state >> 7;
-                                state ^= state << 17;
-                                (state % q as u64) as u32
-                            }
-                        })
-                        .collect();
+                    let sums: Vec<u32> = (0..f.blocks).map(|_| residue(round)).collect();
                     let (mut fast, mut slow) = (vec![0; f.blocks], vec![0; f.blocks]);
                     t.combine.apply(m, &sums, &mut fast);
                     matrix.apply(m, &sums, &mut slow);
                     assert_eq!(fast, slow, "d={dim} q={q} round {round}");
                 }
                 for lanes in [1, 3, 8, 33] {
-                    let sums: Vec<u32> = (0..f.blocks * lanes)
-                        .map(|x| match x % 5 {
-                            0 => 0,
-                            1 => q - 1,
-                            _ => {
-                                state ^= state << 13;
-                                state ^= state >> 7;
-                                state ^= state << 17;
-                                (state % q as u64) as u32
-                            }
-                        })
-                        .collect();
+                    let sums: Vec<u32> = (0..f.blocks * lanes).map(|x| residue(x % 5)).collect();
                     // Column `c` of the rows, combined alone by the matrix.
                     let mut want = vec![0u32; sums.len()];
                     for c in 0..lanes {
