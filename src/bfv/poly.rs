@@ -393,22 +393,27 @@ impl<D: Evaluations> RnsPoly<D> {
 impl RnsPoly<Ntt> {
     /// `self = self · b` pointwise.
     pub fn mul_assign(&mut self, b: &Self, plans: &[NttPlan]) {
-        let n = self.n;
-        let mut tmp = vec![0u32; n];
-        for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
-            plan.multiply_pointwise(&self.data[i * n..(i + 1) * n], b.limb(i), &mut tmp);
-            self.data[i * n..(i + 1) * n].copy_from_slice(&tmp);
-        }
+        self.assign_limbwise(b, plans, Backend::mul);
     }
 
     /// `self = self · b` pointwise, for `b` in Montgomery form.
     pub fn mul_assign_mont(&mut self, b: &RnsPoly<NttMont>, plans: &[NttPlan]) {
+        self.assign_limbwise(b, plans, Backend::mul_mont);
+    }
+
+    /// `self = kernel(self, b)` limb by limb, through one scratch row (the
+    /// kernels write apart from their inputs).
+    fn assign_limbwise<E>(
+        &mut self,
+        b: &RnsPoly<E>,
+        plans: &[NttPlan],
+        kernel: fn(Backend, &Modulus, &[u32], &[u32], &mut [u32]),
+    ) {
         let n = self.n;
         let mut tmp = vec![0u32; n];
         for (i, plan) in plans.iter().enumerate().take(self.limbs()) {
             let limb = &mut self.data[i * n..(i + 1) * n];
-            plan.backend()
-                .mul_mont(plan.modulus(), limb, b.limb(i), &mut tmp);
+            kernel(plan.backend(), plan.modulus(), limb, b.limb(i), &mut tmp);
             limb.copy_from_slice(&tmp);
         }
     }

@@ -162,28 +162,15 @@ impl Combine {
         }
     }
 
-    /// The score residues of one ciphertext and prime from its block sums,
-    /// one product at a time: the matrix's way, and the reference the
-    /// transform is tested against.
+    /// The score residues of one ciphertext and prime from its block sums:
+    /// the transform as a run of one (portable kernels), the matrix one
+    /// product at a time (the reference the transform is tested against).
     fn apply(&self, m: &Modulus, sums: &[u32], out: &mut [u32]) {
         match self {
-            Combine::Transform { twiddles } => {
-                let mut x = sums.to_vec();
-                let blocks = x.len();
-                let (mut t, mut h) = (1, blocks / 2);
-                while h >= 1 {
-                    for (pair, w) in x.chunks_exact_mut(2 * t).zip(&twiddles[h..2 * h]) {
-                        let (lo, hi) = pair.split_at_mut(t);
-                        for (x, y) in lo.iter_mut().zip(hi) {
-                            let (u, v) = (*x, *y);
-                            *x = m.add(u, v);
-                            *y = m.mul_shoup(m.sub(u, v), w[0]);
-                        }
-                    }
-                    t *= 2;
-                    h /= 2;
-                }
-                out.copy_from_slice(&x);
+            Combine::Transform { .. } => {
+                out.copy_from_slice(sums);
+                let mut spare = vec![0u32; sums.len()];
+                self.apply_rows(m, Backend::scalar(), 1, out, &mut spare);
             }
             Combine::Matrix { rows, terms } => {
                 let blocks = sums.len();
