@@ -28,8 +28,11 @@ fi
 export PATH="$HOME/.cargo/bin:$PATH"
 
 # --- Debian packages ---------------------------------------------------------
-# postgresql: the PostgreSQL store's tests start private clusters; haproxy: scripts/cluster.sh.
-APT_PKGS=(chromium chromium-driver qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross binaryen postgresql haproxy)
+# postgresql: the PostgreSQL store's tests start private clusters; haproxy: scripts/cluster.sh;
+# bochs (with its text display, bochs-term, not the GUI one) to busybox-static:
+# scripts/avx512.sh's emulated AVX-512 machine and its boot CD.
+APT_PKGS=(chromium chromium-driver qemu-user gcc-aarch64-linux-gnu libc6-dev-arm64-cross binaryen postgresql haproxy
+  bochs bochs-term bochsbios vgabios busybox-static isolinux syslinux-common genisoimage cpio)
 missing=()
 for p in "${APT_PKGS[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
