@@ -36,8 +36,12 @@ EMU="$CARGO_TARGET_DIR/emulator"
 
 # --- the two test binaries -------------------------------------------------------
 # Release: emulation runs a few hundred times slower than the host.
-mapfile -t BUILT < <(cargo test --release --lib --test native --no-run 2>&1 |
-  tee /dev/stderr | sed -n 's/^ *Executable \(.*\) (\(.*\))$/\1\t\2/p')
+built="$(cargo test --release --lib --test native --no-run 2>&1)" || {
+  printf '%s\n' "$built" >&2
+  exit 1
+}
+printf '%s\n' "$built" >&2
+mapfile -t BUILT < <(sed -n 's/^ *Executable \(.*\) (\(.*\))$/\1\t\2/p' <<<"$built")
 if [ "${#BUILT[@]}" != 2 ]; then
   echo "avx512: expected two test binaries from cargo, got ${#BUILT[@]}" >&2
   exit 1
@@ -156,7 +160,9 @@ EOF
 echo continue > "$EMU/debugger.rc"
 rm -f "$EMU"/{console,tests}.txt
 echo "avx512: booting the emulated Skylake-X (a minute or two), then the tests" >&2
-TERM=xterm script -qefc "bochs -q -f '$EMU/bochsrc' -rc '$EMU/debugger.rc'" /dev/null \
+# At most 25 minutes (about four times a run's length): script(1) puts Bochs
+# in a session of its own, which a caller's timeout would not reach.
+TERM=xterm timeout -k 10 1500 script -qefc "bochs -q -f '$EMU/bochsrc' -rc '$EMU/debugger.rc'" /dev/null \
   > "$EMU/bochs.out" 2>&1 < /dev/null || true
 
 touch "$EMU/tests.txt"
