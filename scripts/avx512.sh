@@ -36,11 +36,10 @@ EMU="$CARGO_TARGET_DIR/emulator"
 
 # --- the two test binaries -------------------------------------------------------
 # Release: emulation runs a few hundred times slower than the host.
-built="$(cargo test --release --lib --test native --no-run 2>&1)" || {
-  printf '%s\n' "$built" >&2
-  exit 1
-}
+status=0
+built="$(cargo test --release --lib --test native --no-run 2>&1)" || status=$?
 printf '%s\n' "$built" >&2
+[ "$status" = 0 ] || exit "$status"
 mapfile -t BUILT < <(sed -n 's/^ *Executable \(.*\) (\(.*\))$/\1\t\2/p' <<<"$built")
 if [ "${#BUILT[@]}" != 2 ]; then
   echo "avx512: expected two test binaries from cargo, got ${#BUILT[@]}" >&2
@@ -62,10 +61,11 @@ mkdir -p "$EMU"
 kernel="$(ls "$EMU"/vmlinuz-* 2>/dev/null | head -n1 || true)"
 if [ -z "$kernel" ]; then
   # The image package linux-image-amd64 points at, unpacked, not installed.
-  pkg="$(apt-cache depends linux-image-amd64 | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)$/\1/p' | head -n1)"
+  image_pkg() { apt-cache depends linux-image-amd64 | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)$/\1/p' | head -n1; }
+  pkg="$(image_pkg)"
   if [ -z "$pkg" ]; then
     apt-get update -q >&2
-    pkg="$(apt-cache depends linux-image-amd64 | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)$/\1/p' | head -n1)"
+    pkg="$(image_pkg)"
   fi
   rm -rf "$EMU/deb" && mkdir -p "$EMU/deb"
   (cd "$EMU/deb" && { apt-get download "$pkg" >&2 || { apt-get update -q >&2 && apt-get download "$pkg" >&2; }; })
@@ -89,11 +89,9 @@ ISO="$EMU/iso"
 rm -rf "$ROOTFS" "$ISO"
 mkdir -p "$ROOTFS"/{bin,tests,proc,sys,dev,tmp} "$ISO/isolinux"
 cp /bin/busybox "$ROOTFS/bin/busybox"
-names=()
 for b in "${BUILT[@]}"; do
-  src="${b%%$'\t'*}" path="${b#*$'\t'}"
+  path="${b#*$'\t'}"
   cp "$path" "$ROOTFS/tests/${path##*/}"
-  names+=("$src:${path##*/}")
   # The loader and libraries, at the paths the binary asks for.
   for lib in $(ldd "$path" | grep -o '/[^ ]*'); do
     mkdir -p "$ROOTFS$(dirname "$lib")"
@@ -109,9 +107,10 @@ done
   echo 'cd /tmp'
   echo 'export BLINDMATCH_BACKEND=avx512 RUST_BACKTRACE=1'
   echo 'echo "=== cpu: $(/bin/busybox grep -m1 "model name" /proc/cpuinfo)"'
-  for n in "${names[@]}"; do
-    echo "echo '     Running ${n%%:*} (${n#*:})'"
-    echo "/tests/${n#*:} --test-threads=1 $SKIP; echo \"=== exit \$?\""
+  for b in "${BUILT[@]}"; do
+    name="${b##*/}"
+    echo "echo '     Running ${b%%$'\t'*} ($name)'"
+    echo "/tests/$name --test-threads=1 $SKIP; echo \"=== exit \$?\""
   done
   echo 'echo "=== done"'
   # Power off only once the serial port has sent everything.
@@ -165,10 +164,10 @@ echo "avx512: booting the emulated Skylake-X (a minute or two), then the tests" 
 TERM=xterm timeout -k 10 1500 script -qefc "bochs -q -f '$EMU/bochsrc' -rc '$EMU/debugger.rc'" /dev/null \
   > "$EMU/bochs.out" 2>&1 < /dev/null || true
 
-touch "$EMU/tests.txt"
-tr -d '\r' < "$EMU/tests.txt"
-exits="$(tr -d '\r' < "$EMU/tests.txt" | sed -n 's/^=== exit \([0-9]*\)$/\1/p')"
-if ! tr -d '\r' < "$EMU/tests.txt" | grep -qx '=== done' || [ "$(wc -l <<<"$exits")" != 2 ]; then
+out="$(tr -d '\r' < "$EMU/tests.txt" 2>/dev/null || true)"
+printf '%s\n' "$out"
+exits="$(sed -n 's/^=== exit \([0-9]*\)$/\1/p' <<<"$out")"
+if ! grep -qx '=== done' <<<"$out" || [ "$(wc -l <<<"$exits")" != 2 ]; then
   echo "avx512: the emulated machine stopped before the tests finished; its console:" >&2
   tr -d '\r' < "$EMU/console.txt" 2>/dev/null | tail -n 40 >&2 || true
   tail -n 20 "$EMU/bochs.out" >&2 || true
