@@ -61,14 +61,12 @@ mkdir -p "$EMU"
 kernel="$(ls "$EMU"/vmlinuz-* 2>/dev/null | head -n1 || true)"
 if [ -z "$kernel" ]; then
   # The image package linux-image-amd64 points at, unpacked, not installed.
-  image_pkg() { apt-cache depends linux-image-amd64 | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)$/\1/p' | head -n1; }
-  pkg="$(image_pkg)"
-  if [ -z "$pkg" ]; then
-    apt-get update -q >&2
-    pkg="$(image_pkg)"
-  fi
+  image_pkg() { apt-cache depends linux-image-amd64 | sed -n 's/^ *Depends: \(linux-image-[^ ]*\)$/\1/p' | grep -m1 .; }
+  # Runs "$@", and once more after refreshing the package index if it fails.
+  fresh() { "$@" || { apt-get update -q >&2 && "$@"; }; }
+  pkg="$(fresh image_pkg)"
   rm -rf "$EMU/deb" && mkdir -p "$EMU/deb"
-  (cd "$EMU/deb" && { apt-get download "$pkg" >&2 || { apt-get update -q >&2 && apt-get download "$pkg" >&2; }; })
+  (cd "$EMU/deb" && fresh apt-get download "$pkg" >&2)
   dpkg-deb --fsys-tarfile "$EMU"/deb/*.deb | tar -x -C "$EMU/deb" --wildcards './boot/vmlinuz-*'
   mv "$EMU"/deb/boot/vmlinuz-* "$EMU/"
   rm -rf "$EMU/deb"
