@@ -23,10 +23,11 @@
 //! * `login/identify_1k_matcher`: 1:N in login mode, the matcher's part for
 //!   a gallery of 1,024 templates (32 ciphertexts) on one core: the
 //!   encrypted probe against each, masked and flooded as a login's reply,
-//!   compacted, and the score reply list's bytes.
-//! * `login/identify_1k_decider`: the decider's part on one core: the list
-//!   parsed, the gallery's key derived, 32 replies decrypted and checked,
-//!   the indices at or above the threshold signed.
+//!   compacted, the probe's check replies, and the request's bytes.
+//! * `login/identify_1k_decider`: the decider's part on one core: the
+//!   request parsed, the gallery's key derived, 32 replies decrypted and
+//!   checked, the probe's checks judged, the indices at or above the
+//!   threshold signed.
 //!
 //! scripts/bench_report.py puts each next to SEAL's multiply + relinearize
 //! from the same run.
@@ -173,9 +174,14 @@ fn login(c: &mut Criterion) {
             client::encrypt_templates_public(&gpk, &q, &refs, &mut rng).unwrap()
         })
         .collect();
-    let gprobe = client::encrypt_probe_public(&gpk, &q, &people[700], &mut rng).unwrap();
+    let gbundle = client::encrypt_probe_bundle(&gpk, &q, &people[700], &mut rng).unwrap();
+    let gprobe = &gbundle.packed;
     let identify_matcher = |rng: &mut Prng| {
-        let prepared = verifier.prepare_template(&gprobe).unwrap();
+        let checks = checker
+            .check_with(gprobe, Packed::Probe, &gbundle.one_hot, &gpk, &grk, rng)
+            .unwrap()
+            .items();
+        let prepared = verifier.prepare_template(gprobe).unwrap();
         let list: Vec<Candidate> = gallery
             .iter()
             .map(|ct| {
@@ -188,7 +194,8 @@ fn login(c: &mut Criterion) {
                 }
             })
             .collect();
-        replies::to_bytes(&list)
+        let list = replies::to_bytes(&list);
+        frame(std::iter::once(list.as_slice()).chain(checks.iter().map(|c| c.as_slice())))
     };
     let ireq = IdentifyRequest {
         label: glabel,
@@ -197,8 +204,12 @@ fn login(c: &mut Criterion) {
         top_k: 5,
     };
     let identify_decider = |bytes: &[u8]| {
-        let list = replies::from_bytes(&params, DIM, bytes).unwrap();
-        decider.identify(&ireq, &list, 1_796_000_000).unwrap()
+        let items = split(bytes).unwrap();
+        let list = replies::from_bytes(&params, DIM, items[0]).unwrap();
+        let checks = CheckReplies::from_items(&params, &items[1..], 1, 1).unwrap();
+        decider
+            .identify(&ireq, &list, &checks, 1_796_000_000)
+            .unwrap()
     };
     let list = identify_matcher(&mut rng);
     assert!(identify_decider(&list).contains('.'));

@@ -166,7 +166,11 @@ export class ServerClient {
   login(user: string, challenge: string, probe: Uint8Array, options?: RequestOptions): Promise<LoginResult>;
   /** 1:N (a server started with `--service-key`): the service public key, for `PublicKeyEncryptor.fromPublicKey`. */
   servicePublicKey(options?: RequestOptions): Promise<Uint8Array>;
-  /** Appends one ciphertext of `count` templates (from `PublicKeyEncryptor.encryptTemplates`). */
+  /**
+   * Appends one ciphertext of `count` templates (from `PublicKeyEncryptor.encryptTemplates`; in login
+   * mode a bundle from `encryptTemplateBundle`, refused with `malformed_template` unless every template
+   * is a well-formed embedding).
+   */
   addGalleryTemplates(gallery: string, ciphertext: Uint8Array, count: number, options?: RequestOptions): Promise<GalleryAdded>;
   /** The best `topK` (default 5, at most 100) matches of an embedding; the embedding is sent in the clear. */
   identify(gallery: string, embedding: Float32Array | number[], topK?: number, options?: RequestOptions): Promise<IdentifyResult>;
@@ -174,7 +178,10 @@ export class ServerClient {
   createGallery(gallery: string, options?: RequestOptions): Promise<GalleryCreated>;
   /** The gallery's public key, its epoch and the decider's statement (login mode). */
   galleryPublicKey(gallery: string, options?: RequestOptions): Promise<UserPublicKey>;
-  /** Login mode: an encrypted probe in, the decider's signed identification out (API key). */
+  /**
+   * Login mode: a probe bundle (`PublicKeyEncryptor.encryptProbeBundle` under the gallery's key) in, the
+   * decider's signed identification out (API key); `malformed_probe` when it is not a well-formed embedding.
+   */
   identifyEncrypted(
     gallery: string,
     probe: Uint8Array,

@@ -271,10 +271,13 @@ export class ServerClient {
 
   /**
    * `POST /v1/galleries/{gallery}/identify?aud=&nonce=&top_k=` (the API
-   * key), login mode: a probe encrypted under the gallery's public key in;
-   * resolves to `{ gallery, identification }`, the decider's signed list of
-   * the templates at or above its threshold (a JWS of type
-   * `blindmatch-identify+jwt` whose `matches` are indices, best first).
+   * key), login mode: a probe bundle encrypted under the gallery's public
+   * key in (`PublicKeyEncryptor.encryptProbeBundle`); resolves to
+   * `{ gallery, identification }`, the decider's signed list of the
+   * templates at or above its threshold (a JWS of type
+   * `blindmatch-identify+jwt` whose `matches` are indices, best first). A
+   * probe that is not a well-formed embedding rejects with a `ServerError`
+   * of code `malformed_probe`.
    */
   async identifyEncrypted(gallery, probe, { audience, nonce, topK = 5 } = {}, opts) {
     if (typeof audience !== 'string' || audience === '') throw new TypeError('identifyEncrypted: the audience must be a non-empty string');
@@ -295,8 +298,11 @@ export class ServerClient {
 
   /**
    * `POST /v1/galleries/{gallery}/templates`: appends one ciphertext of
-   * `count` templates (from `PublicKeyEncryptor.encryptTemplates`); resolves
-   * to `{ gallery, firstIndex, count, templates }`.
+   * `count` templates (from `PublicKeyEncryptor.encryptTemplates`; in login
+   * mode a bundle from `encryptTemplateBundle` under the gallery's key,
+   * stored only once the decider finds every template well-formed, else a
+   * `ServerError` of code `malformed_template`); resolves to
+   * `{ gallery, firstIndex, count, templates }`.
    */
   async addGalleryTemplates(gallery, ciphertext, count, opts) {
     if (!Number.isInteger(count) || count < 1) throw new TypeError('addGalleryTemplates: count must be a positive integer');

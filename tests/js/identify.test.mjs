@@ -1,8 +1,8 @@
 // 1:N in login mode from Node, the way a relying party's backend does it,
 // against the REAL decider and matcher (two processes, temp dirs,
 // 127.0.0.1): the package creates a gallery, checks the decider's statement
-// of its key (and refuses it as a user's), encrypts templates and a probe
-// under it, and gets the decider's signed identification, which `jose`
+// of its key (and refuses it as a user's), encrypts template and probe
+// bundles under it (bare ciphertexts are refused), and gets the decider's signed identification, which `jose`
 // verifies (examples/relying-party/verify.mjs, checkIdentification).
 import test from 'node:test';
 import assert from 'node:assert/strict';
@@ -54,11 +54,14 @@ test('identifyEncrypted: a signed identification, indices only, that jose verifi
     const params = bm.Params.auth4096();
     const enc = bm.PublicKeyEncryptor.fromPublicKey(params, key.publicKey);
     const people = Array.from({ length: 40 }, (_, i) => embedding(2000 + i));
-    await backend.addGalleryTemplates('staff', enc.encryptTemplates(people.slice(0, 32), 128), 32);
-    await backend.addGalleryTemplates('staff', enc.encryptTemplates(people.slice(32), 128), 8);
+    await backend.addGalleryTemplates('staff', enc.encryptTemplateBundle(people.slice(0, 32), 128), 32);
+    // A bare ciphertext, as a page without the checks sends it: refused.
+    await assert.rejects(backend.addGalleryTemplates('staff', enc.encryptTemplates(people.slice(32), 128), 8),
+      (e) => e instanceof bm.ServerError && e.code === 'wrong_kind');
+    await backend.addGalleryTemplates('staff', enc.encryptTemplateBundle(people.slice(32), 128), 8);
 
     const capture = Float32Array.from(people[35], (v, i) => v + 0.01 * Math.sin(i));
-    const r = await backend.identifyEncrypted('staff', enc.encryptProbe(capture, 128), { audience: APP, nonce: 'n-1', topK: 3 });
+    const r = await backend.identifyEncrypted('staff', enc.encryptProbeBundle(capture, 128), { audience: APP, nonce: 'n-1', topK: 3 });
     assert.deepEqual(Object.keys(r).sort(), ['gallery', 'identification']);
     const payload = await checkIdentification(r.identification, { jwks, issuer: ISSUER, audience: APP, nonce: 'n-1' });
     assert.equal(payload.sub, 'staff');
@@ -68,14 +71,18 @@ test('identifyEncrypted: a signed identification, indices only, that jose verifi
     await assert.rejects(checkIdentification(r.identification, { jwks, issuer: ISSUER, audience: APP, nonce: 'n-2' }),
       (e) => e.code === 'ERR_NONCE_MISMATCH');
 
-    const stranger = await backend.identifyEncrypted('staff', enc.encryptProbe(embedding(9999), 128), { audience: APP, nonce: 'n-3' });
+    // A bare probe ciphertext, with no one-hot encoding to check: refused.
+    await assert.rejects(backend.identifyEncrypted('staff', enc.encryptProbe(capture, 128), { audience: APP, nonce: 'n' }),
+      (e) => e instanceof bm.ServerError && e.code === 'wrong_kind');
+
+    const stranger = await backend.identifyEncrypted('staff', enc.encryptProbeBundle(embedding(9999), 128), { audience: APP, nonce: 'n-3' });
     const none = await checkIdentification(stranger.identification, { jwks, issuer: ISSUER, audience: APP, nonce: 'n-3' });
     assert.deepEqual(none.matches, []);
 
-    await assert.rejects(anyone.identifyEncrypted('staff', enc.encryptProbe(capture, 128), { audience: APP, nonce: 'n' }),
+    await assert.rejects(anyone.identifyEncrypted('staff', enc.encryptProbeBundle(capture, 128), { audience: APP, nonce: 'n' }),
       (e) => e instanceof bm.ServerError && e.status === 401);
     await assert.rejects(backend.identifyEncrypted('staff', new Uint8Array(4), {}), TypeError);
-    await assert.rejects(backend.identifyEncrypted('nobody', enc.encryptProbe(capture, 128), { audience: APP, nonce: 'n' }),
+    await assert.rejects(backend.identifyEncrypted('nobody', enc.encryptProbeBundle(capture, 128), { audience: APP, nonce: 'n' }),
       (e) => e instanceof bm.ServerError && e.code === 'unknown_gallery');
   } finally {
     if (matcher) await stopServer(matcher.proc);

@@ -117,6 +117,18 @@ fn the_decider_signs_verdicts_only_for_the_matcher() {
         .expect_error(422, "malformed_template");
     scaled_checks.truncate(1000);
     call_as("POST", &checks_url, Some(&token), Some(&scaled_checks)).expect_error(400, "truncated");
+    // The same checks judged under a gallery's key (of that name) are not
+    // well-formed there; a query naming both owners, or neither, is refused.
+    let under_gallery = format!("{u}/v1/template-checks?gallery=alice&epoch=3&samples=2");
+    call_as("POST", &under_gallery, Some(&token), Some(&good))
+        .expect_error(422, "malformed_template");
+    for query in [
+        "user=alice&gallery=alice&epoch=3&samples=2",
+        "epoch=3&samples=2",
+    ] {
+        let url = format!("{u}/v1/template-checks?{query}");
+        call_as("POST", &url, Some(&token), Some(&good)).expect_error(400, "bad_query");
+    }
 
     let genuine = reply(&near(&face, &mut rng), &mut rng);
     let r = call_as("POST", &ask("alice", "c1"), Some(&token), Some(&genuine));

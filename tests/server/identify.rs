@@ -45,17 +45,48 @@ impl GalleryClient {
         }
     }
 
+    /// A template bundle: the packed templates and their one-hot
+    /// ciphertexts.
     pub(crate) fn templates(&self, faces: &[Vec<f32>], rng: &mut Prng) -> Vec<u8> {
         let refs: Vec<&[f32]> = faces.iter().map(|e| e.as_slice()).collect();
-        client::encrypt_templates_public(&self.pk, &self.q, &refs, rng)
+        client::encrypt_template_bundle(&self.pk, &self.q, &refs, rng)
             .unwrap()
             .to_bytes()
     }
 
+    /// A probe bundle.
     pub(crate) fn probe(&self, face: &[f32], rng: &mut Prng) -> Vec<u8> {
-        client::encrypt_probe_public(&self.pk, &self.q, face, rng)
+        client::encrypt_probe_bundle(&self.pk, &self.q, face, rng)
             .unwrap()
             .to_bytes()
+    }
+
+    /// What a modified page can send: a bundle of the given packed values
+    /// (templates, or with `probe` a probe) and of the one-hot encodings of
+    /// `one_hot`, each under the gallery's key.
+    fn crafted(
+        &self,
+        packed: &[Vec<i32>],
+        one_hot: &[Vec<i32>],
+        probe: bool,
+        rng: &mut Prng,
+    ) -> Vec<u8> {
+        use blindmatch::matching::pack;
+        use blindmatch::matching::wellformed::{Bundle, OneHot};
+        let params = Params::auth4096();
+        let layout = OneHot::new(&params, &self.q).unwrap();
+        let packed = match probe {
+            true => pack::pack_probe(&params, &packed[0]).unwrap(),
+            false => pack::pack_templates(&params, DIM, packed).unwrap(),
+        };
+        Bundle {
+            packed: self.pk.encrypt_with(&packed, rng).unwrap(),
+            one_hot: one_hot
+                .iter()
+                .flat_map(|v| layout.encrypt(&self.pk, v, rng).unwrap())
+                .collect(),
+        }
+        .to_bytes()
     }
 }
 
@@ -63,6 +94,16 @@ fn identify_url(m: &LoginMode, gallery: &str, nonce: &str, top_k: usize) -> Stri
     m.url(&format!(
         "/v1/galleries/{gallery}/identify?aud={APP}&nonce={nonce}&top_k={top_k}"
     ))
+}
+
+/// An identification request with the API key, its answer as it comes.
+fn identify_call(m: &LoginMode, gallery: &str, probe: &[u8]) -> Resp {
+    call_with(
+        "POST",
+        &identify_url(m, gallery, "n", 3),
+        &[("authorization", BEARER)],
+        Some(probe),
+    )
 }
 
 /// An identification with the API key: the decider's token, checked with
@@ -136,10 +177,12 @@ fn identification_is_the_deciders_signed_indices() {
     let people: Vec<Vec<f32>> = (0..40).map(|_| embedding(&mut rng)).collect();
     let first = g.templates(&people[..32], &mut rng);
     let before = m.rows();
+    // (A bundle of one: the matcher drains at most 1 MiB of a refused
+    // body, and 32 templates' bundle is 2.9 MB.)
     call(
         "POST",
-        &m.url("/v1/galleries/staff/templates?count=32"),
-        Some(&first),
+        &m.url("/v1/galleries/staff/templates?count=1"),
+        Some(&g.templates(&people[..1], &mut rng)),
     )
     .expect_error(401, "unauthorized");
     // A gallery that was not created takes no template.
@@ -188,16 +231,10 @@ fn identification_is_the_deciders_signed_indices() {
     .unwrap()
     .expect_error(415, "unsupported_media_type");
     let mine = Identity::new(9);
-    let foreign = client::encrypt_probe_public(&mine.pk, &mine.q, &people[3], &mut rng)
+    let foreign = client::encrypt_probe_bundle(&mine.pk, &mine.q, &people[3], &mut rng)
         .unwrap()
         .to_bytes();
-    call_with(
-        "POST",
-        &identify_url(&m, "staff", "n", 3),
-        &[("authorization", BEARER)],
-        Some(&foreign),
-    )
-    .expect_error(422, "not_under_key");
+    identify_call(&m, "staff", &foreign).expect_error(422, "not_under_key");
     for (query, code) in [
         (format!("aud={APP}&nonce=n&top_k=0"), "bad_top_k"),
         (format!("aud={APP}&nonce=n&top_k=101"), "bad_top_k"),
@@ -301,6 +338,102 @@ fn identifications_are_rate_limited_per_api_key() {
     assert_eq!(post(OTHER).status, 200);
 }
 
+/// A modified page: templates and probes that are not well-formed
+/// quantized embeddings are refused with their reason, nothing stored and
+/// no identification signed; honest ones are taken as before.
+#[test]
+fn modified_pages_are_refused_at_galleries() {
+    let _machine = shared();
+    let m = LoginMode::start("identify-modified", &[]);
+    let mut rng = Prng::from_seed([75; 32]);
+    assert_eq!(put_gallery(&m, "staff").status, 201);
+    let g = GalleryClient::of(&m, "staff");
+    let people: Vec<Vec<f32>> = (0..8).map(|_| embedding(&mut rng)).collect();
+    let quantized: Vec<Vec<i32>> = people.iter().map(|e| g.q.quantize(e).unwrap()).collect();
+    let (lo, hi) = g.q.range();
+    let tripled = |v: &[i32]| -> Vec<i32> { v.iter().map(|&x| 3 * x).collect() };
+    let clip = |v: &[i32]| -> Vec<i32> { v.iter().map(|&x| x.clamp(lo, hi)).collect() };
+
+    // Templates: one of eight tripled in the packed ciphertext only, or
+    // tripled and clipped in both (its norm past the bound); a bare
+    // ciphertext, the form before bundles.
+    let mut scaled = quantized.clone();
+    scaled[5] = tripled(&quantized[5]);
+    let mut clipped = quantized.clone();
+    clipped[5] = clip(&tripled(&quantized[5]));
+    let before = m.rows();
+    for body in [
+        g.crafted(&scaled, &quantized, false, &mut rng),
+        g.crafted(&clipped, &clipped, false, &mut rng),
+    ] {
+        add(&m, "staff", 8, &body).expect_error(422, "malformed_template");
+    }
+    let bare = client::encrypt_templates_public(&g.pk, &g.q, &[&people[0][..]], &mut rng)
+        .unwrap()
+        .to_bytes();
+    add(&m, "staff", 1, &bare).expect_error(400, "wrong_kind");
+    assert_eq!(m.rows(), before);
+    let info = m.api("GET", "/v1/galleries/staff").json();
+    assert_eq!(info["templates"], 0, "{info}");
+    // The honest eight, with or without ?count=.
+    assert_eq!(
+        add(
+            &m,
+            "staff",
+            8,
+            &g.crafted(&quantized, &quantized, false, &mut rng)
+        )
+        .status,
+        201
+    );
+    let r = call_with(
+        "POST",
+        &m.url("/v1/galleries/staff/templates"),
+        &[("authorization", BEARER)],
+        Some(&g.templates(
+            &(0..3).map(|_| embedding(&mut rng)).collect::<Vec<_>>(),
+            &mut rng,
+        )),
+    );
+    assert_eq!(r.status, 201, "{}", String::from_utf8_lossy(&r.body));
+    assert_eq!(r.json()["count"], 3);
+
+    // Probes: an impostor tripled (packed only, then in both and
+    // clipped), coefficients uniform mod t, a bare ciphertext.
+    let impostor = g.q.quantize(&embedding(&mut rng)).unwrap();
+    let three = tripled(&impostor);
+    let t = Params::auth4096().plaintext_modulus() as i64;
+    let uniform: Vec<i32> = (0..DIM)
+        .map(|_| (rng.next_u32() as i64 % t - t / 2) as i32)
+        .collect();
+    let before = m.rows();
+    for body in [
+        g.crafted(
+            std::slice::from_ref(&three),
+            std::slice::from_ref(&impostor),
+            true,
+            &mut rng,
+        ),
+        g.crafted(&[clip(&three)], &[clip(&three)], true, &mut rng),
+        g.crafted(&[uniform], std::slice::from_ref(&impostor), true, &mut rng),
+    ] {
+        identify_call(&m, "staff", &body).expect_error(422, "malformed_probe");
+    }
+    let bare = client::encrypt_probe_public(&g.pk, &g.q, &people[2], &mut rng)
+        .unwrap()
+        .to_bytes();
+    identify_call(&m, "staff", &bare).expect_error(400, "wrong_kind");
+    assert_eq!(m.rows(), before);
+    // An honest probe of the same person is identified.
+    let found = identify(
+        &m,
+        "staff",
+        &g.probe(&near(&people[2], &mut rng), &mut rng),
+        "n-ok",
+    );
+    assert_eq!(found[0], 2, "{found:?}");
+}
+
 /// A gallery ciphertext `(0, ⌊Q/t⌋)`: it decrypts, under any key, to that
 /// key's own coefficients.
 fn key_reading_ciphertext(params: &Params) -> Vec<u8> {
@@ -395,15 +528,33 @@ fn a_key_reading_gallery_ciphertext_reads_nothing_through_the_decider() {
         }
     }
 
-    // Login mode: the same ciphertext is taken (the matcher cannot tell),
-    // but what comes back is the decider's signed list of indices at or
-    // above its threshold, at most top_k: no score to read a coefficient
-    // from.
+    // Login mode: the same ciphertext, with the one-hot ciphertexts of 32
+    // honest templates, is refused at the append (its sum checks fail:
+    // the packed ciphertext does not hold what the one-hot ones say), and
+    // nothing is stored.
     let m = LoginMode::start("key-reading-login", &[]);
     assert_eq!(put_gallery(&m, "g").status, 201);
     let g = GalleryClient::of(&m, "g");
-    assert_eq!(add(&m, "g", 32, &crafted).status, 201);
     let mut rng = Prng::from_seed([73; 32]);
+    let honest: Vec<Vec<f32>> = (0..32).map(|_| embedding(&mut rng)).collect();
+    let mut bundle = blindmatch::matching::wellformed::Bundle::from_bytes_untrusted(
+        &params,
+        &g.templates(&honest, &mut rng),
+    )
+    .unwrap();
+    bundle.packed = Ciphertext::from_bytes(&params, &crafted).unwrap();
+    let before = m.rows();
+    add(&m, "g", 32, &bundle.to_bytes()).expect_error(422, "malformed_template");
+    assert_eq!(m.rows(), before);
+    let info = m.api("GET", "/v1/galleries/g").json();
+    assert_eq!(info["templates"], 0, "{info}");
+    // Were it taken, what comes back is the decider's signed list of
+    // indices at or above its threshold, at most top_k: no score to read
+    // a coefficient from.
+    assert_eq!(
+        add(&m, "g", 32, &g.templates(&honest, &mut rng)).status,
+        201
+    );
     for j in [0usize, 1] {
         let probe = g.probe(&one_hot(j), &mut rng);
         let r = call_with(

@@ -64,6 +64,9 @@ pub enum ErrorCode {
     /// Login mode: a template (or its one-hot ciphertexts) that is not a
     /// well-formed quantized embedding; nothing is stored.
     MalformedTemplate,
+    /// Login mode: an identification's probe (or its one-hot ciphertexts)
+    /// that is not a well-formed quantized embedding; nothing is read.
+    MalformedProbe,
     /// A server-side failure.
     Internal,
     /// A database failure.
@@ -113,7 +116,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code.
-    pub const ALL: [ErrorCode; 45] = [
+    pub const ALL: [ErrorCode; 46] = [
         Self::BadName,
         Self::Truncated,
         Self::Malformed,
@@ -141,6 +144,7 @@ impl ErrorCode {
         Self::Unauthorized,
         Self::NotUnderKey,
         Self::MalformedTemplate,
+        Self::MalformedProbe,
         Self::Internal,
         Self::Store,
         Self::StoreUnavailable,
@@ -191,6 +195,7 @@ impl ErrorCode {
             Self::Unauthorized => "unauthorized",
             Self::NotUnderKey => "not_under_key",
             Self::MalformedTemplate => "malformed_template",
+            Self::MalformedProbe => "malformed_probe",
             Self::Internal => "internal",
             Self::Store => "store",
             Self::StoreUnavailable => "store_unavailable",
@@ -253,7 +258,8 @@ impl ErrorCode {
             | Self::Transparent
             | Self::BadCiphertext
             | Self::NotUnderKey
-            | Self::MalformedTemplate => StatusCode::UNPROCESSABLE_ENTITY,
+            | Self::MalformedTemplate
+            | Self::MalformedProbe => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Internal | Self::Store | Self::CorruptStore => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

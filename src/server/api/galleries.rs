@@ -18,11 +18,13 @@ use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 
 use crate::matching::{pack, Match};
+use crate::server::decider::KeyLabel;
 use crate::server::gallery::Counts;
 use crate::server::routes;
 use crate::server::store::Store;
 
-use super::extract::{BinaryBody, CiphertextBody, GalleryName};
+use super::checks::check_template_bundle;
+use super::extract::{BinaryBody, CiphertextBody, GalleryName, TemplateLimit};
 use super::router::JSON_LIMIT;
 use super::state::to_completion;
 use super::users::{check_count, CountQuery};
@@ -76,22 +78,47 @@ impl GalleryState {
     }
 
     /// Parses a gallery ciphertext of `count` templates and appends it
-    /// (store, then memory). Returns the index of its first template and
-    /// the gallery's template count. In login mode the gallery must have
-    /// been created (with its key) first.
-    async fn add(&self, gallery: &str, body: Bytes, count: u32) -> ApiResult<(usize, usize)> {
+    /// (store, then memory). Returns the index of its first template, the
+    /// gallery's template count and `count`. In login mode the gallery must
+    /// have been created (with its key) first, the body is a template
+    /// bundle, and only its packed ciphertext is stored, once the decider
+    /// finds every template of it well-formed; there `count` 0 means as
+    /// many as the bundle holds.
+    async fn add(&self, gallery: &str, body: Bytes, count: u32) -> ApiResult<(usize, usize, u32)> {
         if let Some(sh) = &self.service.shards {
-            return sharded::add(self, sh, gallery, body, count).await;
+            let added = sharded::add(self, sh, gallery, body, count).await?;
+            return Ok((added.0, added.1, count));
         }
         self.fresh(gallery).await?;
-        if let ServiceKeys::Decider(keys) = &self.service.keys {
-            if keys.get(gallery).is_none() {
-                return Err(ApiError::new(
-                    ErrorCode::UnknownGallery,
-                    "no such gallery: create it with PUT /v1/galleries/{gallery} first",
-                ));
+        let (body, count) = match &self.service.keys {
+            ServiceKeys::Decider(keys) => {
+                let login = self
+                    .app
+                    .login
+                    .as_ref()
+                    .ok_or_else(ApiError::login_disabled)?;
+                let key = keys.get(gallery).ok_or_else(|| {
+                    ApiError::new(
+                        ErrorCode::UnknownGallery,
+                        "no such gallery: create it with PUT /v1/galleries/{gallery} first",
+                    )
+                })?;
+                let owner = KeyLabel::gallery(gallery, key.epoch);
+                let keys = move |_: &crate::bfv::Params| Ok(key);
+                check_template_bundle(&self.app, login, owner, body, count, keys, |k| {
+                    (&k.pk, &k.rk)
+                })
+                .await?
             }
-        }
+            ServiceKeys::Local { .. } => (body, count),
+        };
+        let (first, templates) = self.append(gallery, body, count).await?;
+        Ok((first, templates, count))
+    }
+
+    /// [`Self::add`]'s append of a parsed, and in login mode checked,
+    /// gallery ciphertext.
+    async fn append(&self, gallery: &str, body: Bytes, count: u32) -> ApiResult<(usize, usize)> {
         if self.service.mirror.is_some() {
             let quotas = self.service.galleries.quotas();
             let added = replicated::append(self, gallery, body, count, quotas, self.per()).await?;
@@ -355,11 +382,17 @@ async fn gallery_add(
     State(st): State<Arc<GalleryState>>,
     gallery: ApiResult<GalleryName>,
     query: Result<Query<CountQuery>, QueryRejection>,
-    BinaryBody(body, _): CiphertextBody,
+    BinaryBody(body, _): BinaryBody<TemplateLimit>,
 ) -> ApiResult<(StatusCode, Json<GalleryAdded>)> {
     let GalleryName(gallery) = gallery?;
+    let explicit = query.as_ref().ok().and_then(|q| q.0.count);
     let count = check_count(&st.app, query)?;
-    let (first_index, templates) = st.add(&gallery, body, count).await?;
+    // In login mode a bundle says how many templates it holds.
+    let count = match (&st.service.keys, explicit) {
+        (ServiceKeys::Decider(_), None) => 0,
+        _ => count,
+    };
+    let (first_index, templates, count) = st.add(&gallery, body, count).await?;
     Ok((
         StatusCode::CREATED,
         Json(GalleryAdded {

@@ -10,8 +10,14 @@
 //!   drawn at random and its keys fetched from the decider.
 //! * `GET /v1/galleries/{gallery}/public-key`: the key a page encrypts
 //!   templates and probes under, with the decider's statement of it.
-//! * `POST /v1/galleries/{gallery}/identify?aud=&nonce=&top_k=`: an
-//!   encrypted probe in, `{gallery, identification}` out.
+//! * `POST /v1/galleries/{gallery}/templates?count=`: a template bundle
+//!   (the packed templates and their one-hot ciphertexts) in; stored only
+//!   once the decider finds every template well-formed
+//!   ([`super::checks`]).
+//! * `POST /v1/galleries/{gallery}/identify?aud=&nonce=&top_k=`: a probe
+//!   bundle in, `{gallery, identification}` out; the probe's check replies
+//!   go to the decider with the gallery's score replies, and a probe that
+//!   is not well-formed gets 422 `malformed_probe`, no identification.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bfv::{Ciphertext, Plaintext, Prng};
 use crate::error::MatchError;
+use crate::matching::wellformed::{frame, Bundle, Packed};
 use crate::server::decider::http::{KEY_STATEMENT_HEADER, MAX_TOP_K};
 use crate::server::decider::replies::{self, Candidate};
 use crate::server::login::{GalleryKey, GalleryKeys, IdentificationQuery, Login};
@@ -33,7 +40,7 @@ use crate::server::store::postgres::PgStore;
 use crate::server::store::GalleryKeyRow;
 
 use super::auth::Caller;
-use super::extract::{BinaryBody, CiphertextBody, GalleryName};
+use super::extract::{BinaryBody, GalleryName, ProbeLimit};
 use super::galleries::{octets, GalleryState};
 use super::state::to_completion;
 use super::wire::parse_fresh_ciphertext;
@@ -161,13 +168,13 @@ pub(super) struct Identified {
 }
 
 /// `POST /v1/galleries/{gallery}/identify?aud=&nonce=&top_k=`: the body is
-/// a probe encrypted under the gallery's public key.
+/// a probe bundle encrypted under the gallery's public key.
 pub(super) async fn identify(
     State(st): State<Arc<GalleryState>>,
     Extension(caller): Extension<Caller>,
     gallery: ApiResult<GalleryName>,
     query: Result<Query<IdentifyQuery>, QueryRejection>,
-    BinaryBody(body, _): CiphertextBody,
+    BinaryBody(body, _): BinaryBody<ProbeLimit>,
 ) -> ApiResult<Json<Identified>> {
     let GalleryName(gallery) = gallery?;
     let (login, keys) = parts(&st)?;
@@ -194,16 +201,24 @@ pub(super) async fn identify(
             return Err(e);
         }
     }
-    let (svc, app, k, g) = (
+    let (svc, app, k, g, checker) = (
         st.service.clone(),
         st.app.clone(),
         key.clone(),
         gallery.clone(),
+        login.clone(),
     );
-    let list = st
+    let request = st
         .app
         .compute(move || -> ApiResult<Vec<u8>> {
-            let probe = parse_fresh_ciphertext(&app.params, "probe", &body)?;
+            // Sizes and levels are the checker's to refuse.
+            let bundle = Bundle::from_bytes_untrusted(&app.params, &body)
+                .map_err(|e| ApiError::format("probe bundle", e))?;
+            let probe = bundle.packed;
+            let checks = checker
+                .checker
+                .check(&probe, Packed::Probe, &bundle.one_hot, &k.pk, &k.rk)?
+                .items();
             let v = &app.verifier;
             // The product is symmetric: the probe takes the template's place
             // and is prepared once for the whole gallery.
@@ -225,7 +240,10 @@ pub(super) async fn identify(
                     .collect::<Result<Vec<_>, MatchError>>()?;
                 Ok(replies::to_bytes(&replies))
             })?;
-            Ok(list)
+            // The reply list, then the probe's check replies.
+            Ok(frame(
+                std::iter::once(list.as_slice()).chain(checks.iter().map(|c| c.as_slice())),
+            ))
         })
         .await??;
     let query = IdentificationQuery {
@@ -235,7 +253,7 @@ pub(super) async fn identify(
         aud: &q.aud,
         nonce: &q.nonce,
     };
-    let identification = login.decider.identification(&query, list).await?;
+    let identification = login.decider.identification(&query, request).await?;
     tracing::info!(gallery = %gallery, "identification signed");
     Ok(Json(Identified {
         gallery,

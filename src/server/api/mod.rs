@@ -23,6 +23,7 @@
 //!   middleware.
 
 pub mod auth;
+mod checks;
 pub mod code;
 mod deadline;
 pub mod error;

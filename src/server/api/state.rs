@@ -32,8 +32,8 @@ pub struct Limits {
     pub keys: usize,
     /// A login probe: a ciphertext, or in login mode a bundle of one sample.
     pub probe: usize,
-    /// A list of score replies for one identification (what a decider
-    /// reads).
+    /// An identification request (what a decider reads): a list of the
+    /// score reply list and the probe's check replies.
     pub replies: usize,
     /// A compact score reply at the smallest dimension (what a decider
     /// reads).
@@ -64,7 +64,10 @@ impl Limits {
             // Two u32 length prefixes.
             keys: 8 + max(ObjectKind::PublicKey) + max(ObjectKind::RelinKey),
             reply,
-            replies: crate::server::decider::replies::max_len(params),
+            // The reply list, then the probe's check replies.
+            replies: 8
+                + crate::server::decider::replies::max_len(params)
+                + (items.probe_bits + items.probe_replies) * (4 + ciphertext),
             template: ciphertext,
             probe: ciphertext,
             verdict: list(1 + items.probe_bits + items.probe_replies, ciphertext),

@@ -12,7 +12,6 @@ use serde::Deserialize;
 
 use crate::bfv::{PublicKey, RelinKey};
 use crate::matching::pack;
-use crate::matching::wellformed::{frame, Bundle, Packed};
 use crate::server::login::{Login, TokenError};
 use crate::server::store::UserInfo;
 
@@ -87,7 +86,7 @@ async fn register_keys(st: Arc<AppState>, user: String, body: Bytes) -> ApiResul
 /// `?count=`: templates in a ciphertext (default: as many as fit).
 #[derive(Debug, Deserialize)]
 pub(super) struct CountQuery {
-    count: Option<u32>,
+    pub(super) count: Option<u32>,
 }
 
 /// The checked `?count=` of a template upload.
@@ -179,9 +178,9 @@ async fn enroll_template(
 }
 
 /// Login mode: a template bundle of `count` samples under `user`'s key,
-/// checked (the matcher's replies, the decider's judgement); `count` 0
-/// means as many as the bundle's one-hot ciphertexts say. Returns the
-/// packed template's bytes, to store, and the sample count.
+/// checked ([`super::checks::check_template_bundle`]); `count` 0 means as
+/// many as the bundle's one-hot ciphertexts say. Returns the packed
+/// template's bytes, to store, and the sample count.
 async fn check_bundle(
     st: &Arc<AppState>,
     login: &Arc<Login>,
@@ -198,53 +197,20 @@ async fn check_bundle(
             "this user holds their own keys: issue the ticket with ?rotate=true",
         ));
     };
-    let (params, checker) = (st.params.clone(), login.clone());
-    let max = pack::templates_per_ciphertext(&st.params, st.dim);
-    let (template, items, count) = st
-        .compute(move || -> ApiResult<(Vec<u8>, Vec<Vec<u8>>, u32)> {
-            let bundle = Bundle::from_bytes_untrusted(&params, &body)
-                .map_err(|e| ApiError::format("template bundle", e))?;
-            let per = checker.checker.layout().ciphertexts_per_sample();
-            let count = match count {
-                0 => {
-                    let n = bundle.one_hot.len() / per;
-                    if n == 0 || n > max || n * per != bundle.one_hot.len() {
-                        return Err(ApiError::new(
-                            ErrorCode::BadCount,
-                            format!(
-                                "a template bundle holds 1 to {max} samples of {per} one-hot \
-                                 ciphertexts each; this one has {}",
-                                bundle.one_hot.len()
-                            ),
-                        ));
-                    }
-                    n as u32
-                }
-                c => c,
-            };
-            let pk = PublicKey::from_bytes(&params, &rec.public_key)
-                .map_err(|e| ApiError::corrupt("public key", e))?;
-            let rk = rec
-                .relin_key
-                .as_deref()
-                .ok_or_else(|| ApiError::internal("login mode without a relinearization key"))?;
-            let rk = RelinKey::from_bytes(&params, rk)
-                .map_err(|e| ApiError::corrupt("relinearization key", e))?;
-            let kind = Packed::Template {
-                samples: count as usize,
-            };
-            let replies = checker
-                .checker
-                .check(&bundle.packed, kind, &bundle.one_hot, &pk, &rk)?;
-            Ok((bundle.packed.to_bytes(), replies.items(), count))
-        })
-        .await??;
-    let request = frame(items.iter().map(|i| i.as_slice()));
-    login
-        .decider
-        .check_template(user, epoch, count, request)
-        .await?;
-    Ok((Bytes::from(template), count))
+    let keys = move |params: &crate::bfv::Params| -> ApiResult<(PublicKey, RelinKey)> {
+        let pk = PublicKey::from_bytes(params, &rec.public_key)
+            .map_err(|e| ApiError::corrupt("public key", e))?;
+        let rk = rec
+            .relin_key
+            .as_deref()
+            .ok_or_else(|| ApiError::internal("login mode without a relinearization key"))?;
+        let rk = RelinKey::from_bytes(params, rk)
+            .map_err(|e| ApiError::corrupt("relinearization key", e))?;
+        Ok((pk, rk))
+    };
+    let owner = crate::server::decider::KeyLabel::user(user, epoch);
+    super::checks::check_template_bundle(st, login, owner, body, count, keys, |k| (&k.0, &k.1))
+        .await
 }
 
 pub(super) async fn delete_user(

@@ -7,9 +7,9 @@
 //! | `GET /.well-known/jwks.json` | anyone | the verdict keys (RFC 7517) |
 //! | `GET /v1/user-keys/{user}?epoch=E` | the matcher | the user's public and relinearization keys, in the keys framing |
 //! | `POST /v1/verdicts?user=&epoch=&samples=&aud=&nonce=&template_checked=` | the matcher | a compact reply and the probe's check replies in, a signed verdict out |
-//! | `POST /v1/template-checks?user=&epoch=&samples=` | the matcher | a template's check replies in, 204 or 422 `malformed_template` out |
+//! | `POST /v1/template-checks?user=&epoch=&samples=` (or `gallery=`) | the matcher | a template's check replies in, 204 or 422 `malformed_template` out |
 //! | `GET /v1/gallery-keys/{gallery}?epoch=E` | the matcher | the gallery's public and relinearization keys |
-//! | `POST /v1/identifications?gallery=&epoch=&top_k=&aud=&nonce=` | the matcher | a score reply list in, a signed identification out |
+//! | `POST /v1/identifications?gallery=&epoch=&top_k=&aud=&nonce=` | the matcher | a score reply list and the probe's check replies in, a signed identification (or 422 `malformed_probe`) out |
 //! | `POST /v1/erasures?gallery=&epoch=&block=` | the matcher | a masked gallery ciphertext in, a fresh one without the block out |
 //!
 //! The matcher authenticates with `Authorization: Bearer <token>`, the
@@ -311,21 +311,35 @@ async fn verdict(
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct TemplateChecksQuery {
-    user: String,
+    /// Whose key: a user's (a template at enrollment) or a gallery's (a
+    /// gallery ciphertext's templates), one of the two.
+    user: Option<String>,
+    gallery: Option<String>,
     #[serde(default)]
     epoch: u32,
     samples: usize,
 }
 
 /// A template's check replies: 204 when every sample is well-formed under
-/// the user's key, 422 `malformed_template` (with the reason) otherwise.
+/// the user's or the gallery's key, 422 `malformed_template` (with the
+/// reason) otherwise.
 async fn template_checks(
     State(st): State<Arc<DeciderState>>,
     query: Result<Query<TemplateChecksQuery>, QueryRejection>,
     MatcherBody(body, _): MatcherBody<TemplateChecksLimit>,
 ) -> ApiResult<axum::http::StatusCode> {
     let Query(q) = query?;
-    check_name(&q.user)?;
+    let (kind, name) = match (q.user, q.gallery) {
+        (Some(user), None) => (KeyKind::User, user),
+        (None, Some(gallery)) => (KeyKind::Gallery, gallery),
+        _ => {
+            return Err(ApiError::new(
+                ErrorCode::BadQuery,
+                "name either user or gallery",
+            ))
+        }
+    };
+    check_name(&name)?;
     let max = st.decider.params().degree() / st.decider.dim();
     if q.samples == 0 || q.samples > max {
         return Err(ApiError::new(
@@ -339,10 +353,12 @@ async fn template_checks(
         let checks =
             CheckReplies::from_items(d.params(), &items, q.samples, d.one_hot_per_sample())
                 .map_err(|e| ApiError::format("check replies", e))?;
-        match d
-            .check_template(&KeyLabel::user(&q.user, q.epoch), &checks)
-            .map_err(refusal)?
-        {
+        let label = KeyLabel {
+            kind,
+            name: &name,
+            epoch: q.epoch,
+        };
+        match d.check_template(&label, &checks).map_err(refusal)? {
             Ok(()) => Ok(axum::http::StatusCode::NO_CONTENT),
             Err(m) => Err(ApiError::new(ErrorCode::MalformedTemplate, m.to_string())),
         }
@@ -363,6 +379,9 @@ fn refusal(e: DecideError) -> ApiError {
         DecideError::Match(m) => ApiError::from(m),
         e @ DecideError::NotUnderKey { .. } => ApiError::new(ErrorCode::NotUnderKey, e.to_string()),
         DecideError::Replies(r) => ApiError::new(ErrorCode::BadBody, r.to_string()),
+        e @ DecideError::MalformedProbe(_) => {
+            ApiError::new(ErrorCode::MalformedProbe, e.to_string())
+        }
     }
 }
 
@@ -401,19 +420,35 @@ async fn identification(
     }
     let work = tokio::task::spawn_blocking(move || {
         let d = &st.decider;
-        let list = replies::from_bytes(d.params(), d.dim(), &body)?;
+        // A list: the score reply list, then the probe's check replies.
+        let items = split(&body).map_err(|e| ApiError::format("identification request", e))?;
+        let (first, rest) = items.split_first().ok_or_else(|| {
+            ApiError::new(
+                ErrorCode::Truncated,
+                "identification request: no reply list",
+            )
+        })?;
+        let list =
+            replies::from_bytes(d.params(), d.dim(), first).map_err(|e| refusal(e.into()))?;
+        let checks = CheckReplies::from_items(d.params(), rest, 1, d.one_hot_per_sample())
+            .map_err(|e| ApiError::format("check replies", e))?;
         let req = IdentifyRequest {
             label: KeyLabel::gallery(&q.gallery, q.epoch),
             audience: &q.aud,
             nonce: &q.nonce,
             top_k: q.top_k,
         };
-        d.identify(&req, &list, crate::server::store::now_secs() as u64)
+        d.identify(
+            &req,
+            &list,
+            &checks,
+            crate::server::store::now_secs() as u64,
+        )
+        .map_err(refusal)
     });
     let identification = work
         .await
-        .map_err(|_| ApiError::internal("identification failed"))?
-        .map_err(refusal)?;
+        .map_err(|_| ApiError::internal("identification failed"))??;
     Ok(Json(IdentificationReply { identification }))
 }
 

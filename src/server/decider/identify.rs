@@ -8,6 +8,7 @@ use zeroize::Zeroize;
 use crate::bfv::Ciphertext;
 use crate::error::MatchError;
 use crate::matching::pack::templates_per_ciphertext;
+use crate::matching::wellformed::CheckReplies;
 use crate::server::verdict::Identification;
 
 use super::replies::Candidate;
@@ -31,15 +32,26 @@ impl Decider {
     /// and signs the indices of the candidates whose cosine meets the
     /// policy's threshold, best first, at most `top_k`; issued at `now`.
     /// A reply that was not computed under the gallery's key (its phase
-    /// past [`MAX_PHASE`]) gets no identification at all.
+    /// past [`MAX_PHASE`]) gets no identification at all, and neither does
+    /// a probe whose `checks` do not pass: then no index is named.
     pub fn identify(
         &self,
         req: &IdentifyRequest<'_>,
         replies: &[Candidate],
+        checks: &CheckReplies,
         now: u64,
     ) -> Result<String, DecideError> {
         debug_assert_eq!(req.label.kind, KeyKind::Gallery);
         let sk = self.master.secret_key(&self.params, &req.label);
+        // One sample: a probe's checks, not a template's.
+        let per = self.one_hot_per_sample();
+        if checks.norms.len() != 1 || checks.bits.len() != per {
+            return Err(MatchError::OneHotCount {
+                expected: per,
+                found: checks.bits.len(),
+            }
+            .into());
+        }
         let per = templates_per_ciphertext(&self.params, self.quantizer.dim()) as u64;
         let t = self.params.plaintext_modulus();
         let threshold = self.policy.threshold;
@@ -63,6 +75,11 @@ impl Decider {
                 Ok(hits)
             })
             .collect::<Result<_, DecideError>>()?;
+        // Every reply is under the gallery's key; the probe must be
+        // well-formed for any of them to count.
+        if let Err(m) = checks.judge(&sk, &self.quantizer)? {
+            return Err(DecideError::MalformedProbe(m));
+        }
         let mut hits: Vec<(i64, u64)> = found.into_iter().flatten().collect();
         // Best first, ties by index.
         hits.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));

@@ -51,6 +51,10 @@ pub enum DecideError {
     /// request.
     #[error(transparent)]
     Replies(#[from] replies::RepliesError),
+    /// An identification's probe is not a well-formed embedding (its check
+    /// replies say which check failed); no score was read.
+    #[error("the probe is not a well-formed embedding: {0}")]
+    MalformedProbe(Malformed),
 }
 
 /// What a verdict is asked for: whose reply, for which relying party and

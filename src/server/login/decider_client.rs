@@ -13,6 +13,7 @@ use zeroize::Zeroizing;
 
 use crate::server::api::{ApiError, ErrorCode};
 use crate::server::decider::http::KEY_STATEMENT_HEADER;
+use crate::server::decider::{KeyKind, KeyLabel};
 use crate::server::http1::{self, Sender};
 
 /// Connections kept open for later calls.
@@ -58,6 +59,9 @@ impl From<DeciderError> for ApiError {
             }
             DeciderError::Refused { code, message, .. } if code == "malformed_template" => {
                 ApiError::new(ErrorCode::MalformedTemplate, message.clone())
+            }
+            DeciderError::Refused { code, message, .. } if code == "malformed_probe" => {
+                ApiError::new(ErrorCode::MalformedProbe, message.clone())
             }
             _ => {
                 tracing::error!(error = %e, "call to the decider");
@@ -135,8 +139,8 @@ impl DeciderClient {
         Ok((body, statement.to_string()))
     }
 
-    /// `POST /v1/identifications`: a score reply list in, the signed
-    /// identification out.
+    /// `POST /v1/identifications`: the score reply list and the probe's
+    /// check replies in (framed as a list), the signed identification out.
     pub async fn identification(
         &self,
         query: &IdentificationQuery<'_>,
@@ -184,18 +188,23 @@ impl DeciderClient {
     }
 
     /// `POST /v1/template-checks`: `Ok` when the decider finds every sample
-    /// of a template well-formed (the check replies in `body`, framed as a
-    /// list); 422 `malformed_template` otherwise.
+    /// of a template well-formed under `owner`'s key, a user's or a
+    /// gallery's (the check replies in `body`, framed as a list); 422
+    /// `malformed_template` otherwise.
     pub async fn check_template(
         &self,
-        user: &str,
-        epoch: u32,
+        owner: &KeyLabel<'_>,
         samples: u32,
         body: Vec<u8>,
     ) -> Result<(), DeciderError> {
+        let kind = match owner.kind {
+            KeyKind::User => "user",
+            KeyKind::Gallery => "gallery",
+        };
         let path = format!(
-            "/v1/template-checks?user={}&epoch={epoch}&samples={samples}",
-            percent(user)
+            "/v1/template-checks?{kind}={}&epoch={}&samples={samples}",
+            percent(owner.name),
+            owner.epoch
         );
         self.call("POST", &path, Bytes::from(body)).await.map(drop)
     }

@@ -132,8 +132,8 @@ async function main(): Promise<void> {
   await server.deleteUser('carol', { verdict: lr.verdict });
   console.log(claims.epoch, accepted, c.expiresAt, t.epoch);
 
-  // 1:N in login mode: a gallery under a key of its own, an encrypted probe,
-  // the decider's signed identification.
+  // 1:N in login mode: a gallery under a key of its own, template and probe
+  // bundles, the decider's signed identification.
   const gc: GalleryCreated = await backend.createGallery('staff');
   const gpk: UserPublicKey = await backend.galleryPublicKey('staff');
   await checkKeyStatement({
@@ -145,7 +145,8 @@ async function main(): Promise<void> {
     publicKey: gpk.publicKey,
   });
   const genc = PublicKeyEncryptor.fromPublicKey(params, gpk.publicKey);
-  const idn: Identification = await backend.identifyEncrypted('staff', genc.encryptProbe(emb, 128), {
+  await backend.addGalleryTemplates('staff', genc.encryptTemplateBundle([emb], 128), 1);
+  const idn: Identification = await backend.identifyEncrypted('staff', genc.encryptProbeBundle(emb, 128), {
     audience: 'https://app.example',
     nonce: 'n-1',
     topK: 3,
