@@ -28,6 +28,11 @@
 //!   request parsed, the gallery's key derived, 32 replies decrypted and
 //!   checked, the probe's checks judged, the indices at or above the
 //!   threshold signed.
+//! * `login/append_32_matcher`, `login/append_32_decider`: a login-mode
+//!   gallery append of 32 templates (one bundle), its well-formedness
+//!   checks on one core: the matcher's check replies (a bits square per
+//!   template, three sum checks, a norm per template) and their bytes; the
+//!   decider's judgement of them under the gallery's key.
 //!
 //! scripts/bench_report.py puts each next to SEAL's multiply + relinearize
 //! from the same run.
@@ -219,6 +224,31 @@ fn login(c: &mut Criterion) {
     });
     g.bench_function("identify_1k_decider", |b| {
         b.iter(|| black_box(identify_decider(black_box(&list))))
+    });
+
+    // A gallery append: one bundle of 32 templates, checked.
+    let refs: Vec<&[f32]> = people[..32].iter().map(|f| f.as_slice()).collect();
+    let appended = client::encrypt_template_bundle(&gpk, &q, &refs, &mut rng).unwrap();
+    let append_matcher = |rng: &mut Prng| {
+        let kind = Packed::Template { samples: 32 };
+        let items = checker
+            .check_with(&appended.packed, kind, &appended.one_hot, &gpk, &grk, rng)
+            .unwrap()
+            .items();
+        frame(items.iter().map(|i| i.as_slice()))
+    };
+    let append_decider = |bytes: &[u8]| {
+        let items = split(bytes).unwrap();
+        let checks = CheckReplies::from_items(&params, &items, 32, 1).unwrap();
+        decider.check_template(&glabel, &checks).unwrap()
+    };
+    let checks = append_matcher(&mut rng);
+    assert_eq!(append_decider(&checks), Ok(()));
+    g.bench_function("append_32_matcher", |b| {
+        b.iter(|| black_box(append_matcher(&mut rng)))
+    });
+    g.bench_function("append_32_decider", |b| {
+        b.iter(|| black_box(append_decider(black_box(&checks))))
     });
     g.finish();
 }

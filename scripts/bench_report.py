@@ -300,6 +300,12 @@ if all(login_us.values()):
                f"({idc / 1024:.2f} µs per template)"
                + (f"; 32 of SEAL's multiply + relinearize alone take {IDENTIFY_CTS * seal_mul_relin / 1000:.1f} ms "
                   f"({IDENTIFY_CTS * seal_mul_relin / (im + idc):.1f}x)." if seal_mul_relin else ".")]
+    am = median_us("login", "append_32_matcher", "")
+    ad = median_us("login", "append_32_decider", "")
+    if am and ad:
+        md += ["", "A login-mode gallery append of 32 templates, its well-formedness checks on one core: the "
+               f"matcher's {am / 1000:.2f} ms, the decider's {ad / 1000:.2f} ms "
+               f"({(am + ad) / 32 / 1000:.2f} ms per template)."]
 
 login_e2e = os.environ.get("LOGIN_E2E_ROWS", "").strip()
 if login_e2e:
