@@ -399,13 +399,24 @@ fn modified_pages_are_refused_at_galleries() {
     assert_eq!(r.json()["count"], 3);
 
     // Probes: an impostor tripled (packed only, then in both and
-    // clipped), coefficients uniform mod t, a bare ciphertext.
+    // clipped), coefficients uniform mod t, a crafted ciphertext, a bare
+    // ciphertext.
     let impostor = g.q.quantize(&embedding(&mut rng)).unwrap();
     let three = tripled(&impostor);
     let t = Params::auth4096().plaintext_modulus() as i64;
     let uniform: Vec<i32> = (0..DIM)
         .map(|_| (rng.next_u32() as i64 % t - t / 2) as i32)
         .collect();
+    // And the key-reading ciphertext `(0, ⌊Q/t⌋)` as the packed probe,
+    // with an honest probe's one-hot ciphertext.
+    let params = Params::auth4096();
+    let mut key_reading_probe = blindmatch::matching::wellformed::Bundle::from_bytes_untrusted(
+        &params,
+        &g.probe(&people[2], &mut rng),
+    )
+    .unwrap();
+    key_reading_probe.packed =
+        Ciphertext::from_bytes(&params, &key_reading_ciphertext(&params)).unwrap();
     let before = m.rows();
     for body in [
         g.crafted(
@@ -416,6 +427,7 @@ fn modified_pages_are_refused_at_galleries() {
         ),
         g.crafted(&[clip(&three)], &[clip(&three)], true, &mut rng),
         g.crafted(&[uniform], std::slice::from_ref(&impostor), true, &mut rng),
+        key_reading_probe.to_bytes(),
     ] {
         identify_call(&m, "staff", &body).expect_error(422, "malformed_probe");
     }
