@@ -385,13 +385,8 @@ async fn gallery_add(
     BinaryBody(body, _): BinaryBody<TemplateLimit>,
 ) -> ApiResult<(StatusCode, Json<GalleryAdded>)> {
     let GalleryName(gallery) = gallery?;
-    let explicit = query.as_ref().ok().and_then(|q| q.0.count);
-    let count = check_count(&st.app, query)?;
-    // In login mode a bundle says how many templates it holds.
-    let count = match (&st.service.keys, explicit) {
-        (ServiceKeys::Decider(_), None) => 0,
-        _ => count,
-    };
+    let bundled = matches!(st.service.keys, ServiceKeys::Decider(_));
+    let count = check_count(&st.app, query, bundled)?;
     let (first_index, templates, count) = st.add(&gallery, body, count).await?;
     Ok((
         StatusCode::CREATED,

@@ -64,10 +64,10 @@ impl Limits {
             // Two u32 length prefixes.
             keys: 8 + max(ObjectKind::PublicKey) + max(ObjectKind::RelinKey),
             reply,
-            // The reply list, then the probe's check replies.
-            replies: 8
-                + crate::server::decider::replies::max_len(params)
-                + (items.probe_bits + items.probe_replies) * (4 + ciphertext),
+            // The reply list (one more item), then the probe's check replies.
+            replies: list(items.probe_bits + items.probe_replies, ciphertext)
+                + 4
+                + crate::server::decider::replies::max_len(params),
             template: ciphertext,
             probe: ciphertext,
             verdict: list(1 + items.probe_bits + items.probe_replies, ciphertext),

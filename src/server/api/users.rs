@@ -86,16 +86,22 @@ async fn register_keys(st: Arc<AppState>, user: String, body: Bytes) -> ApiResul
 /// `?count=`: templates in a ciphertext (default: as many as fit).
 #[derive(Debug, Deserialize)]
 pub(super) struct CountQuery {
-    pub(super) count: Option<u32>,
+    count: Option<u32>,
 }
 
-/// The checked `?count=` of a template upload.
+/// The checked `?count=` of a template upload. Without it: as many as fit
+/// in a ciphertext, or for a `bundled` upload 0 (a bundle says how many
+/// samples it holds).
 pub(super) fn check_count(
     st: &AppState,
     query: Result<Query<CountQuery>, QueryRejection>,
+    bundled: bool,
 ) -> ApiResult<u32> {
     let max = pack::templates_per_ciphertext(&st.params, st.dim) as u32;
-    let count = query?.0.count.unwrap_or(max);
+    let count = match query?.0.count {
+        None if bundled => return Ok(0),
+        c => c.unwrap_or(max),
+    };
     if count == 0 || count > max {
         return Err(ApiError::new(
             ErrorCode::BadCount,
@@ -113,13 +119,7 @@ pub(super) async fn put_template(
     BinaryBody(body, _): BinaryBody<TemplateLimit>,
 ) -> ApiResult<StatusCode> {
     let UserName(user) = user?;
-    let explicit = query.as_ref().ok().and_then(|q| q.0.count);
-    let count = check_count(&st, query)?;
-    let count = match (&st.login, explicit) {
-        // A bundle says how many samples it holds.
-        (Some(_), None) => 0,
-        _ => count,
-    };
+    let count = check_count(&st, query, st.login.is_some())?;
     enroll_template(st, caller, user, body, count).await?;
     Ok(StatusCode::NO_CONTENT)
 }
