@@ -8,9 +8,13 @@
 //! length, once more cut or cycled to exactly the length the decoder asked
 //! for, which reaches the residue checks and the seed expansion.
 //!
-//! Every target is [`round_trip`] over one [`Wire`] type.
+//! Every object target is [`round_trip`] over one [`Wire`] type; the
+//! targets of the login-mode containers (`bundle`, `check_replies`,
+//! `reply_list`) build their input from valid objects ([`lists`]).
 
 use std::sync::OnceLock;
+
+pub mod lists;
 
 use blindmatch::bfv::{
     Ciphertext, GaloisKeys, ObjectKind, Params, Plaintext, PublicKey, RelinKey, SecretKey,
