@@ -128,7 +128,7 @@ pub fn items(r: &mut Recipe<'_>) -> (u32, Vec<Item>) {
                 if sel & 0x04 != 0 {
                     bytes.truncate(bytes.len().saturating_sub(by));
                 } else {
-                    bytes.extend(std::iter::repeat(0).take(by));
+                    bytes.resize(bytes.len() + by, 0);
                 }
             }
             _ => {
