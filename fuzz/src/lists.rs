@@ -98,7 +98,7 @@ pub struct Item {
     pub lie: i32,
 }
 
-/// A container's items from the recipe: a count (usually 0 to 7, sometimes
+/// A container's items from the recipe: a count (usually 0 to 15, sometimes
 /// any `u32`), then per item a selector, then the trailing bytes. Returns
 /// the count to write and the items (at most 40 of them).
 pub fn items(r: &mut Recipe<'_>) -> (u32, Vec<Item>) {
@@ -106,7 +106,7 @@ pub fn items(r: &mut Recipe<'_>) -> (u32, Vec<Item>) {
     let count = if c & 0x80 != 0 {
         u32::from_le_bytes([r.byte(), r.byte(), r.byte(), r.byte()])
     } else {
-        (c & 0x07) as u32
+        (c & 0x0f) as u32
     };
     let pool = pool();
     let mut out = Vec::new();
