@@ -16,6 +16,7 @@ use blindmatch::bfv::{
     HEADER_LEN, MAX_GALOIS_KEYS,
 };
 use blindmatch::error::FormatError;
+use blindmatch::matching::wellformed::Bundle;
 
 use super::serialize::bit_len;
 
@@ -29,6 +30,8 @@ enum Loader {
     Plaintext,
     Ciphertext,
     CiphertextUntrusted,
+    /// A page's bundle (docs/FORMAT.md, "Lists, bundles and check replies").
+    Bundle,
 }
 
 fn load(params: &Params, loader: Loader, bytes: &[u8]) -> Result<(), FormatError> {
@@ -40,6 +43,7 @@ fn load(params: &Params, loader: Loader, bytes: &[u8]) -> Result<(), FormatError
         Loader::Plaintext => Plaintext::from_bytes(params, bytes).map(drop),
         Loader::Ciphertext => Ciphertext::from_bytes(params, bytes).map(drop),
         Loader::CiphertextUntrusted => Ciphertext::from_bytes_untrusted(params, bytes).map(drop),
+        Loader::Bundle => Bundle::from_bytes_untrusted(params, bytes).map(drop),
     }
 }
 
@@ -123,6 +127,21 @@ fn bad_corpus(params: &Params) -> Vec<BadCase> {
     sk_body[2] = 0b10 << 2;
     let sk_code = with(header(SK, 0), &sk_body);
     let sk_trailing = with(header(SK, 0), &[vec![0u8; n / 4], vec![0]].concat());
+    // A list: the item count, then each item behind its length (u32 LE).
+    let list = |items: &[&[u8]]| {
+        let mut out = (items.len() as u32).to_le_bytes().to_vec();
+        for item in items {
+            out.extend_from_slice(&(item.len() as u32).to_le_bytes());
+            out.extend_from_slice(item);
+        }
+        out
+    };
+    // Most items a list holds: a template of 32 samples at d = 512 (3
+    // one-hot ciphertexts each), its packed ciphertext, 3 sum replies and
+    // 32 norm replies.
+    let max_items = 1 + 32 * 3 + 3 + 32;
+    let mut item_truncated = list(&[&[7; 10]]);
+    item_truncated[4..8].copy_from_slice(&100u32.to_le_bytes());
 
     let case = |name, loader, bytes, expected| BadCase {
         name,
@@ -465,7 +484,61 @@ fn bad_corpus(params: &Params) -> Vec<BadCase> {
         case(
             "ct_transparent.bin",
             L::CiphertextUntrusted,
-            transparent,
+            transparent.clone(),
+            E::TransparentCiphertext,
+        ),
+        case("list_is_object.bin", L::Bundle, header(CT, 0), E::NotAList),
+        case(
+            "list_count_huge.bin",
+            L::Bundle,
+            vec![0xff; 4],
+            E::CountOutOfRange {
+                what: "list items",
+                count: u32::MAX as u64,
+                max: max_items,
+            },
+        ),
+        case(
+            "list_item_truncated.bin",
+            L::Bundle,
+            item_truncated,
+            E::Truncated {
+                expected: 4 + 4 + 100,
+                actual: 4 + 4 + 10,
+            },
+        ),
+        case(
+            "list_trailing_byte.bin",
+            L::Bundle,
+            with(list(&[]), &[0]),
+            E::TrailingBytes {
+                expected: 4,
+                actual: 5,
+            },
+        ),
+        case(
+            "bundle_one_item.bin",
+            L::Bundle,
+            list(&[&header(CT, 0)]),
+            E::CountOutOfRange {
+                what: "bundle items (a packed ciphertext and at least one one-hot)",
+                count: 1,
+                max: max_items,
+            },
+        ),
+        case(
+            "bundle_plaintext_items.bin",
+            L::Bundle,
+            list(&[&header(PT, 0), &header(PT, 0)]),
+            E::WrongKind {
+                expected: CT,
+                found: PT,
+            },
+        ),
+        case(
+            "bundle_transparent.bin",
+            L::Bundle,
+            list(&[&transparent, &transparent]),
             E::TransparentCiphertext,
         ),
     ]
@@ -618,6 +691,34 @@ const COMMITTED: &[(&str, &[u8])] = &[
         "ct_transparent.bin",
         include_bytes!("../data/bad/ct_transparent.bin"),
     ),
+    (
+        "list_is_object.bin",
+        include_bytes!("../data/bad/list_is_object.bin"),
+    ),
+    (
+        "list_count_huge.bin",
+        include_bytes!("../data/bad/list_count_huge.bin"),
+    ),
+    (
+        "list_item_truncated.bin",
+        include_bytes!("../data/bad/list_item_truncated.bin"),
+    ),
+    (
+        "list_trailing_byte.bin",
+        include_bytes!("../data/bad/list_trailing_byte.bin"),
+    ),
+    (
+        "bundle_one_item.bin",
+        include_bytes!("../data/bad/bundle_one_item.bin"),
+    ),
+    (
+        "bundle_plaintext_items.bin",
+        include_bytes!("../data/bad/bundle_plaintext_items.bin"),
+    ),
+    (
+        "bundle_transparent.bin",
+        include_bytes!("../data/bad/bundle_transparent.bin"),
+    ),
 ];
 
 suite_test! {
@@ -639,7 +740,8 @@ suite_test! {
         assert!(ct.is_transparent());
         // Every corpus file fed to every loader: a typed error, never a panic.
         let loaders = [Loader::SecretKey, Loader::PublicKey, Loader::RelinKey, Loader::GaloisKeys,
-                       Loader::Plaintext, Loader::Ciphertext, Loader::CiphertextUntrusted];
+                       Loader::Plaintext, Loader::Ciphertext, Loader::CiphertextUntrusted,
+                       Loader::Bundle];
         for (name, bytes) in COMMITTED {
             for loader in loaders {
                 let r = load(&params, loader, bytes);
