@@ -111,3 +111,90 @@ pub fn max_len(params: &Params) -> usize {
     let reply = crate::matching::max_len(crate::bfv::ObjectKind::ScoreReply, params) as usize;
     4 + MAX_REPLIES * (12 + reply)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bfv::{FORMAT_MAGIC, FORMAT_VERSION};
+    use crate::error::FormatError;
+
+    /// A score reply of dimension `d` with every value `fill`, written
+    /// from docs/FORMAT.md (kind 7: any u32 is a valid value).
+    fn reply(params: &Params, d: u16, fill: u8) -> Vec<u8> {
+        let n = params.degree();
+        let v = n / d as usize;
+        let mut out = FORMAT_MAGIC.to_vec();
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&[7, 0]);
+        out.extend_from_slice(&params.id());
+        out.extend_from_slice(&d.to_le_bytes());
+        out.extend_from_slice(&(v as u16).to_le_bytes());
+        out.resize(out.len() + 4 * (v + n), fill);
+        out
+    }
+
+    /// A list of `items` (candidates, reply bytes), framed by hand.
+    fn list(count: u32, items: &[(u64, &[u8])]) -> Vec<u8> {
+        let mut out = count.to_le_bytes().to_vec();
+        for (candidates, bytes) in items {
+            out.extend_from_slice(&candidates.to_le_bytes());
+            out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+        out
+    }
+
+    #[test]
+    fn a_reply_list_reads_back_and_refuses_every_misframing() {
+        let params = Params::auth4096();
+        let (a, b) = (reply(&params, 128, 1), reply(&params, 128, 0xfe));
+        let bytes = list(2, &[(u64::MAX, &a), (0b101, &b)]);
+        let read = from_bytes(&params, 128, &bytes).unwrap();
+        assert_eq!(read.len(), 2);
+        assert_eq!((read[0].candidates, read[1].candidates), (u64::MAX, 0b101));
+        assert_eq!(to_bytes(&read), bytes);
+        assert!(from_bytes(&params, 128, &list(0, &[])).unwrap().is_empty());
+
+        let err = |bytes: &[u8]| from_bytes(&params, 128, bytes).unwrap_err();
+        assert!(matches!(
+            err(&list(MAX_REPLIES as u32 + 1, &[])),
+            RepliesError::Count(4097)
+        ));
+        assert!(matches!(err(&[1, 0]), RepliesError::Truncated(0)));
+        assert!(matches!(
+            err(&bytes[..bytes.len() - 1]),
+            RepliesError::Truncated(1)
+        ));
+        assert!(matches!(
+            err(&list(3, &[(1, &a), (1, &b)])),
+            RepliesError::Truncated(2)
+        ));
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(matches!(err(&longer), RepliesError::Trailing(1)));
+        assert!(matches!(
+            err(&list(1, &[(1, &a), (1, &b)])),
+            RepliesError::Trailing(_)
+        ));
+        assert!(matches!(
+            err(&list(2, &[(1, &a), (1, &reply(&params, 64, 0))])),
+            RepliesError::Dimension {
+                index: 1,
+                expected: 128,
+                found: 64
+            }
+        ));
+        let mut ciphertext = a.clone();
+        ciphertext[6] = 6;
+        assert!(matches!(
+            err(&list(1, &[(1, &ciphertext)])),
+            RepliesError::Reply {
+                index: 0,
+                source: FormatError::WrongKind {
+                    expected: 7,
+                    found: 6
+                }
+            }
+        ));
+    }
+}
