@@ -14,7 +14,10 @@ use libfuzzer_sys::fuzz_target;
 fuzz_target!(|data: &[u8]| {
     let mut r = Recipe::new(data);
     let (count, list) = items(&mut r);
-    let list: Vec<_> = list.into_iter().map(|i| (r.u64(), i)).collect();
+    let list: Vec<_> = list
+        .into_iter()
+        .map(|i| (r.u64().to_le_bytes(), i))
+        .collect();
     let trailing = if r.byte() & 1 == 1 { r.rest() } else { &[] };
     for bytes in [reply_list(count, &list, trailing), data.to_vec()] {
         if let Ok(replies) = replies::from_bytes(params(), DIM, &bytes) {

@@ -146,38 +146,34 @@ pub fn items(r: &mut Recipe<'_>) -> (u32, Vec<Item>) {
     (count, out)
 }
 
-/// The length field of `item`.
-fn length(item: &Item) -> [u8; 4] {
-    (item.bytes.len() as i64 + item.lie as i64)
-        .clamp(0, u32::MAX as i64)
-        .to_le_bytes()[..4]
-        .try_into()
-        .expect("4 bytes")
+/// `count`, then each item behind its prefix and its length field, then
+/// `trailing`.
+fn write<'a>(
+    count: u32,
+    items: impl IntoIterator<Item = (&'a [u8], &'a Item)>,
+    trailing: &[u8],
+) -> Vec<u8> {
+    let mut out = count.to_le_bytes().to_vec();
+    for (prefix, item) in items {
+        let len = (item.bytes.len() as i64 + item.lie as i64).clamp(0, u32::MAX as i64);
+        out.extend_from_slice(prefix);
+        out.extend_from_slice(&(len as u32).to_le_bytes());
+        out.extend_from_slice(&item.bytes);
+    }
+    out.extend_from_slice(trailing);
+    out
 }
 
 /// A list (docs/FORMAT.md, "Lists"): the count, each item behind its
 /// length, then `trailing`.
 pub fn list(count: u32, items: &[Item], trailing: &[u8]) -> Vec<u8> {
-    let mut out = count.to_le_bytes().to_vec();
-    for item in items {
-        out.extend_from_slice(&length(item));
-        out.extend_from_slice(&item.bytes);
-    }
-    out.extend_from_slice(trailing);
-    out
+    write(count, items.iter().map(|i| (&[][..], i)), trailing)
 }
 
 /// A score reply list (docs/FORMAT.md, "Score reply list"): the count,
-/// each item behind its candidates and length, then `trailing`.
-pub fn reply_list(count: u32, items: &[(u64, Item)], trailing: &[u8]) -> Vec<u8> {
-    let mut out = count.to_le_bytes().to_vec();
-    for (candidates, item) in items {
-        out.extend_from_slice(&candidates.to_le_bytes());
-        out.extend_from_slice(&length(item));
-        out.extend_from_slice(&item.bytes);
-    }
-    out.extend_from_slice(trailing);
-    out
+/// each item behind its candidates (u64 LE) and length, then `trailing`.
+pub fn reply_list(count: u32, items: &[([u8; 8], Item)], trailing: &[u8]) -> Vec<u8> {
+    write(count, items.iter().map(|(c, i)| (&c[..], i)), trailing)
 }
 
 /// The list the recipe in `data` describes, and the raw `data` itself: the
