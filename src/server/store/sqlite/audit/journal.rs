@@ -27,13 +27,18 @@
 //!
 //! `<db file>-audit.lock` is held (an exclusive file lock) while the store is
 //! open: a second server on the same database is refused instead of
-//! replaying the first one's live journal.
+//! replaying the first one's live journal. A lock still held is waited for
+//! up to [`LOCK_WAIT`] before the refusal: a process that forked while the
+//! store was open shares its lock until the child `exec`s or exits, so a
+//! store reopened right after it closed could otherwise be refused by its
+//! own process's child (seen under qemu, where that window is long).
 
 use std::borrow::Cow;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use super::AuditRow;
 
@@ -42,6 +47,9 @@ const HEADER: u64 = 16;
 /// Largest payload a record may declare (a user name is at most 64 bytes;
 /// anything larger is a torn or foreign record).
 const MAX_PAYLOAD: usize = 1024;
+/// How long [`Journal::open`] waits for a lock held elsewhere before it
+/// answers [`JournalError::InUse`].
+pub const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// Journal errors.
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +127,15 @@ impl Journal {
     /// newer than `applied`, oldest first, to be committed and then
     /// [`removed`](Journal::remove); older leftovers are removed here.
     pub fn open(db: &Path, applied: u64) -> Result<(Self, Vec<Batch>), JournalError> {
+        Self::open_waiting(db, applied, LOCK_WAIT)
+    }
+
+    /// [`Journal::open`], waiting `wait` at most for the lock.
+    fn open_waiting(
+        db: &Path,
+        applied: u64,
+        wait: Duration,
+    ) -> Result<(Self, Vec<Batch>), JournalError> {
         let (dir, name) = split(db);
         let lock_path = dir.join(format!("{name}-audit.lock"));
         let lock = OpenOptions::new()
@@ -126,10 +143,18 @@ impl Journal {
             .truncate(false)
             .write(true)
             .open(&lock_path)?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(JournalError::InUse(lock_path)),
-            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+        let since = Instant::now();
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if since.elapsed() < wait => {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(JournalError::InUse(lock_path))
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
+            }
         }
         let prefix = format!("{name}-audit-");
         let found = generations(&dir, &prefix)?;
@@ -661,15 +686,36 @@ mod tests {
     }
 
     /// One journal per database: a second open is refused while the first
-    /// is alive, and allowed once it is gone.
+    /// is alive (after waiting for it), and allowed once it is gone.
     #[test]
     fn a_second_open_of_the_same_database_is_refused() {
         let d = dir("lock");
         let db = d.join("t.db");
         let (j, _) = Journal::open(&db, 0).unwrap();
-        assert!(matches!(Journal::open(&db, 0), Err(JournalError::InUse(_))));
+        let since = Instant::now();
+        let wait = Duration::from_millis(200);
+        let second = Journal::open_waiting(&db, 0, wait);
+        assert!(matches!(second, Err(JournalError::InUse(_))));
+        assert!(since.elapsed() >= wait);
         drop(j);
         assert!(Journal::open(&db, 0).is_ok());
+    }
+
+    /// A lock released while the open waits (as when a forked child that
+    /// shared it execs) is taken: the open succeeds instead of answering
+    /// `InUse`.
+    #[test]
+    fn an_open_waits_for_a_lock_released_meanwhile() {
+        let d = dir("lock-wait");
+        let db = d.join("t.db");
+        let lock = File::create(d.join("t.db-audit.lock")).unwrap();
+        lock.lock().unwrap();
+        let holder = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            drop(lock);
+        });
+        assert!(Journal::open(&db, 0).is_ok());
+        holder.join().unwrap();
     }
 
     proptest::proptest! {
