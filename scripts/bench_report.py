@@ -235,6 +235,7 @@ except OSError:
 server_rows = os.environ.get("SERVER_ROWS", "").strip().splitlines()
 kernel_set = next((l[len("kernels "):] for l in server_rows if l.startswith("kernels ")), "")
 calibration = [l.split("\t")[1:] for l in server_rows if l.startswith("calibration\t")]
+preferred = {l.split("\t")[1]: l.split("\t")[2:] for l in server_rows if l.startswith("preferred\t")}
 
 md = [
     "# blindmatch benchmark report",
@@ -423,7 +424,11 @@ if timed:
            "|---|" + "---:|" * len(kinds) + "---|"]
     for f in fams:
         cells = {c[1]: c[2].replace(" us", "") for c in timed if c[0] == f}
-        md.append(f"| {f} | " + " | ".join(cells.get(k, "-") for k in kinds) + f" | {chosen.get(f, '?')} |")
+        why = f" (per-CPU table: {preferred[f][1]})" if f in preferred else ""
+        md.append(f"| {f} | " + " | ".join(cells.get(k, "-") for k in kinds) + f" | {chosen.get(f, '?')}{why} |")
+    if preferred:
+        md += ["", "A family marked per-CPU table runs on the backend measured faster in the whole operation",
+               "on this CPU (`PREFERENCES` in src/backend/calibrate.rs), not the one faster in cache."]
     total = [c for c in calibration if len(c) == 2 and c[0] == "total"]
     if total:
         md += ["", f"The calibration took {total[0][1]} in all."]

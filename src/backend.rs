@@ -40,7 +40,7 @@ pub(crate) mod scalar;
 pub(crate) mod tables;
 
 mod calibrate;
-pub use calibrate::Calibration;
+pub use calibrate::{Calibration, Preference};
 
 #[cfg(test)]
 pub(crate) mod test_helpers;
@@ -930,8 +930,13 @@ mod tests {
                 timed.iter().all(|t| t.1 > 0.0 && t.1.is_finite()),
                 "{timed:?}"
             );
-            // The choice is the default (the widest) unless it measured
+            // The choice is the per-CPU preference where there is one,
+            // else the default (the widest) unless another measured
             // faster by the margin.
+            if let Some(p) = c.preferred.iter().find(|p| p.family == family) {
+                assert_eq!(kind, p.backend, "{family:?}");
+                continue;
+            }
             let chosen = timed.iter().find(|t| t.0 == kind).unwrap().1;
             let widest = timed.last().unwrap();
             assert!(

@@ -13,6 +13,11 @@
 //! least [`MARGIN`] faster: on a noisy machine two backends within noise of
 //! each other would otherwise trade places from one start to the next.
 //!
+//! A few families run, on the CPUs of [`PREFERENCES`], on a backend chosen
+//! from measurements of whole operations instead: the calibration times a
+//! kernel in cache, and where a family streams from memory (the key
+//! holder's dot products) the backend faster in cache can be the slower.
+//!
 //! The timed buffers sit at different offsets in a page ([`STRIDE`]). Made
 //! one after the other, 16 KiB each, they sat 16 bytes apart in every page,
 //! and on a 2-core AMD EPYC with AVX-512 the AVX-512 products then ran 20 to
@@ -42,6 +47,38 @@ const SETTLED: usize = 1;
 /// How much faster than the wider backend another one must be to be chosen.
 pub(crate) const MARGIN: f64 = 0.9;
 
+/// A family that runs on `backend` on the CPUs of one vendor and family,
+/// whatever the calibration measured (where `backend` can run).
+#[derive(Clone, Copy, Debug)]
+pub struct Preference {
+    /// The CPUID vendor string, e.g. `AuthenticAMD`.
+    pub vendor: &'static str,
+    /// The CPUID family (base plus extended).
+    pub cpu_family: u32,
+    /// The kernel family.
+    pub family: Family,
+    /// The backend it runs on there.
+    pub backend: &'static str,
+}
+
+/// The families whose backend comes from measurements of the operation
+/// they serve, per CPU (see bench/HISTORY.md for the runs).
+///
+/// AMD family 25 (Zen 3 and 4; the AMD EPYC with AVX-512 of bench/cpus.tsv,
+/// which runs 512-bit operations as two 256-bit halves): in cache the
+/// avx512 dot products take 1.19 µs against 1.54 for avx2, so the
+/// calibration chooses avx512; streaming 100,000 templates on one core
+/// (`matching/identify_full_1core` against `gallery_read_1core`, seven
+/// alternated rounds) the avx512 ones ran at 0.68 to 0.75 of the read
+/// floor (mean 0.71) and the avx2 ones at 0.73 to 0.81 (mean 0.78). On
+/// family 25 without AVX-512 the calibration has only avx2 to choose.
+pub(crate) const PREFERENCES: &[Preference] = &[Preference {
+    vendor: "AuthenticAMD",
+    cpu_family: 25,
+    family: Family::Dot,
+    backend: "avx2",
+}];
+
 /// What [`Backend::detect`] measured: per family and backend, the fastest
 /// of a few runs of that family's kernels on one auth4096-sized input.
 #[derive(Clone, Debug)]
@@ -53,6 +90,9 @@ pub struct Calibration {
     pub timings: Vec<(Family, &'static str, f64)>,
     /// The whole calibration's wall-clock time, in microseconds.
     pub micros: f64,
+    /// The families whose backend came from [`PREFERENCES`], not from the
+    /// timings.
+    pub preferred: Vec<Preference>,
 }
 
 /// Times every family on every candidate (the last of which, the widest,
@@ -105,11 +145,50 @@ pub(crate) fn calibrate(candidates: &[Backend]) -> Calibration {
             timings.push((family, b.of(family).name(), best[i]));
         }
     }
+    let here = cpu();
+    let mut preferred = Vec::new();
+    for p in PREFERENCES {
+        let backend = candidates
+            .iter()
+            .find(|b| b.of(p.family).name() == p.backend);
+        if let (Some(&b), Some((vendor, family))) = (backend, &here) {
+            if vendor == p.vendor && *family == p.cpu_family {
+                chosen = chosen.with_family(p.family, b);
+                preferred.push(*p);
+            }
+        }
+    }
     Calibration {
         chosen,
         timings,
         micros: start.elapsed().as_secs_f64() * 1e6,
+        preferred,
     }
+}
+
+/// This CPU's CPUID vendor string and family (base plus extended), on
+/// x86_64; `None` elsewhere.
+fn cpu() -> Option<(String, u32)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid;
+        #[allow(unused_unsafe)]
+        // SAFETY: every x86_64 CPU has CPUID, and leaves 0 and 1.
+        let (l0, l1) = unsafe { (__cpuid(0), __cpuid(1)) };
+        let vendor: Vec<u8> = [l0.ebx, l0.edx, l0.ecx]
+            .iter()
+            .flat_map(|r| r.to_le_bytes())
+            .collect();
+        let base = (l1.eax >> 8) & 0xf;
+        let family = if base == 0xf {
+            base + ((l1.eax >> 20) & 0xff)
+        } else {
+            base
+        };
+        Some((String::from_utf8_lossy(&vendor).into_owned(), family))
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    None
 }
 
 /// Words from the start of one of [`Work`]'s buffers to the next: a

@@ -73,6 +73,15 @@ pub(super) fn bench(args: &BenchArgs) -> Result<(), String> {
             );
         }
         println!("calibration\ttotal\t{:.0} us", c.micros);
+        for p in &c.preferred {
+            println!(
+                "preferred\t{}\t{}\t{} family {}",
+                p.family.name(),
+                p.backend,
+                p.vendor,
+                p.cpu_family
+            );
+        }
     }
     for threads in [1, all] {
         let pool = rayon::ThreadPoolBuilder::new()
