@@ -70,7 +70,7 @@ pub struct Preference {
 /// calibration chooses avx512; streaming 100,000 templates on one core
 /// (`matching/identify_full_1core` against `gallery_read_1core`, seven
 /// alternated rounds) the avx512 ones ran at 0.68 to 0.75 of the read
-/// floor (mean 0.71) and the avx2 ones at 0.73 to 0.81 (mean 0.78). On
+/// floor (mean 0.71) and the avx2 ones at 0.73 to 0.81 (mean 0.77). On
 /// family 25 without AVX-512 the calibration has only avx2 to choose.
 pub(crate) const PREFERENCES: &[Preference] = &[Preference {
     vendor: "AuthenticAMD",
