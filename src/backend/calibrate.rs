@@ -147,15 +147,17 @@ pub(crate) fn calibrate(candidates: &[Backend]) -> Calibration {
     }
     let here = cpu();
     let mut preferred = Vec::new();
-    for p in PREFERENCES {
-        let backend = candidates
+    let this_cpu = |p: &&Preference| {
+        here.as_ref()
+            .is_some_and(|(vendor, family)| vendor == p.vendor && *family == p.cpu_family)
+    };
+    for p in PREFERENCES.iter().filter(this_cpu) {
+        if let Some(&b) = candidates
             .iter()
-            .find(|b| b.of(p.family).name() == p.backend);
-        if let (Some(&b), Some((vendor, family))) = (backend, &here) {
-            if vendor == p.vendor && *family == p.cpu_family {
-                chosen = chosen.with_family(p.family, b);
-                preferred.push(*p);
-            }
+            .find(|b| b.of(p.family).name() == p.backend)
+        {
+            chosen = chosen.with_family(p.family, b);
+            preferred.push(*p);
         }
     }
     Calibration {
