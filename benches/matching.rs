@@ -15,7 +15,9 @@
 //!   core and on every core.
 //! * `matching/gallery_read_1core` and `matching/gallery_copy_1core`: the
 //!   memory floor of the two passes above, the gallery's bytes read (and
-//!   copied) once on one core with no arithmetic.
+//!   copied) once on one core with no arithmetic, in fresh buffers;
+//!   `matching/gallery_read_stored_1core`: the same read over the
+//!   gallery's own stored ciphertexts.
 //! * `matching/identify_encrypted_probe_1core`: a probe encrypted under the
 //!   service key scored against 3 200 templates (100 ciphertexts kept at the
 //!   top level), one relinearized product per ciphertext, on one core.
@@ -177,6 +179,16 @@ fn matching(c: &mut Criterion) {
         b.iter(|| {
             black_box(&src)
                 .iter()
+                .map(|c| c.iter().fold(0u32, |a, &x| a.wrapping_add(x)))
+                .fold(0u32, u32::wrapping_add)
+        })
+    });
+    // The same read over the gallery's own stored ciphertexts, where the
+    // pass reads them: allocated one by one as the gallery was built.
+    g.bench_function("gallery_read_stored_1core", |b| {
+        b.iter(|| {
+            black_box(&gallery)
+                .stored_residues()
                 .map(|c| c.iter().fold(0u32, |a, &x| a.wrapping_add(x)))
                 .fold(0u32, u32::wrapping_add)
         })

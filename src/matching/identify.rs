@@ -344,6 +344,17 @@ impl Gallery {
     pub fn stored(&self) -> &[Ciphertext] {
         &self.cts
     }
+
+    /// Every stored polynomial's residues, ciphertext after ciphertext, as
+    /// the gallery holds them in memory (what a pass over the gallery reads;
+    /// `benches/matching.rs` times reading them against reading fresh
+    /// buffers of the same shape).
+    pub fn stored_residues(&self) -> impl Iterator<Item = &[u32]> {
+        self.cts
+            .iter()
+            .flat_map(|ct| ct.polys())
+            .map(|p| p.as_slice())
+    }
 }
 
 /// A switched-down ciphertext as the gallery keeps it: its polynomials
