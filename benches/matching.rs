@@ -19,16 +19,15 @@
 //!   `matching/gallery_read_stored_1core`: the same read over the
 //!   gallery's own stored ciphertexts. Each also as `*_prefetched_1core`,
 //!   the same loop asking for every line 8 KiB before it reads it; the
-//!   report takes the faster of the two ways as the floor (where the
-//!   hardware's own prefetching stops at page boundaries, the plain loop
-//!   is slower than a pass that prefetches, so no floor).
+//!   report takes the faster of the two ways as the floor (see
+//!   `blindmatch::matching::floor`).
 //! * `matching/identify_encrypted_probe_1core`: a probe encrypted under the
 //!   service key scored against 3 200 templates (100 ciphertexts kept at the
 //!   top level), one relinearized product per ciphertext, on one core.
 //! * `matching/client_encrypt_probe` and `matching/client_decrypt_scores`.
 
 use blindmatch::bfv::{Params, Prng, PublicKey, RelinKey, SecretKey};
-use blindmatch::matching::{client, Gallery, Identifier, Quantizer, Verifier};
+use blindmatch::matching::{client, floor, Gallery, Identifier, Quantizer, Verifier};
 use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 const GALLERY_TEMPLATES: usize = 100_000;
@@ -42,80 +41,17 @@ fn face(seed: usize) -> Vec<f32> {
         .collect()
 }
 
-/// A wrapping sum of every word of `buffers`: each byte read once, with no
-/// other work (both read floors, so that they differ only in the memory).
-fn read_once<'a>(buffers: impl Iterator<Item = &'a [u32]>) -> u32 {
-    buffers
-        .map(|c| c.iter().fold(0u32, |a, &x| a.wrapping_add(x)))
-        .fold(0u32, u32::wrapping_add)
+/// Every buffer read (`copy`: copied into `to`) once, one way or the other
+/// (see [`floor`]).
+fn read_all(buffers: &[&[u32]], prefetch: bool) -> u32 {
+    (0..buffers.len())
+        .map(|i| floor::read(buffers, i, prefetch))
+        .fold(0, u32::wrapping_add)
 }
 
-/// Words a line holds (64 bytes).
-const LINE: usize = 16;
-
-/// How far ahead of its reads [`read_prefetched`] and [`copy_prefetched`]
-/// ask for lines, in words: 8 KiB, past the end of a buffer into the next.
-const AHEAD: usize = 2048;
-
-/// A hint to bring the line at `p` into L2: never a read, any address.
-#[inline(always)]
-fn prefetch(p: *const u32) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint and cannot fault.
-    unsafe {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T1};
-        _mm_prefetch::<_MM_HINT_T1>(p.cast())
-    };
-    #[cfg(target_arch = "aarch64")]
-    // SAFETY: as above.
-    unsafe {
-        std::arch::asm!("prfm pldl2keep, [{0}]", in(reg) p, options(nostack, readonly, preserves_flags))
-    };
-    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-    let _ = p;
-}
-
-/// For each line of `buffers[i]`, the line `AHEAD` words past it, the
-/// buffers taken as one stream (the last buffer's tail asks past its end,
-/// harmlessly). Every buffer is whole lines, at least `AHEAD` words.
-#[inline(always)]
-fn lines_ahead<'a>(buffers: &'a [&'a [u32]], i: usize) -> impl Iterator<Item = *const u32> + 'a {
-    let (here, next) = (buffers[i], buffers.get(i + 1).unwrap_or(&buffers[i]));
-    (0..here.len().div_ceil(LINE)).map(move |j| {
-        let at = j * LINE + AHEAD;
-        match at.checked_sub(here.len()) {
-            None => here.as_ptr().wrapping_add(at),
-            Some(past) => next.as_ptr().wrapping_add(past),
-        }
-    })
-}
-
-/// [`read_once`] with every line asked for [`AHEAD`] words before it is
-/// read: the read floor where the hardware's own prefetching stops short
-/// (at page boundaries, on memory mapped long before).
-fn read_prefetched(buffers: &[&[u32]]) -> u32 {
-    let mut total = 0u32;
-    for (i, buffer) in buffers.iter().enumerate() {
-        for (line, p) in buffer.chunks_exact(LINE).zip(lines_ahead(buffers, i)) {
-            prefetch(p);
-            total = line.iter().fold(total, |a, &x| a.wrapping_add(x));
-        }
-    }
-    total
-}
-
-/// Each of `from` copied into `to` a page at a time, the lines [`AHEAD`]
-/// words past each page asked for before it is copied.
-fn copy_prefetched(from: &[&[u32]], to: &mut [Vec<u32>]) {
-    const PAGE: usize = 1024;
-    for (i, (s, d)) in from.iter().zip(to.iter_mut()).enumerate() {
-        let mut ahead = lines_ahead(from, i);
-        for (s, d) in s.chunks(PAGE).zip(d.chunks_mut(PAGE)) {
-            for p in ahead.by_ref().take(PAGE / LINE) {
-                prefetch(p);
-            }
-            d.copy_from_slice(s);
-        }
+fn copy_all(from: &[&[u32]], to: &mut [Vec<u32>], prefetch: bool) {
+    for (i, to) in to.iter_mut().enumerate() {
+        floor::copy(from, i, to, prefetch);
     }
 }
 
@@ -256,41 +192,24 @@ fn matching(c: &mut Criterion) {
         .map(|i| (0..words as u32).map(|w| w ^ i as u32).collect())
         .collect();
     let mut dst: Vec<Vec<u32>> = src.iter().map(|c| vec![0u32; c.len()]).collect();
-    g.bench_function("gallery_read_1core", |b| {
-        b.iter(|| read_once(black_box(&src).iter().map(Vec::as_slice)))
-    });
-    // The same read over the gallery's own stored ciphertexts, where the
-    // pass reads them: allocated one by one as the gallery was built.
-    g.bench_function("gallery_read_stored_1core", |b| {
-        b.iter(|| read_once(black_box(&gallery).stored_residues()))
-    });
-    g.bench_function("gallery_copy_1core", |b| {
-        b.iter(|| {
-            for (d, s) in dst.iter_mut().zip(black_box(&src)) {
-                d.copy_from_slice(s);
-            }
-            black_box(&dst);
-        })
-    });
-    // The same three, each line asked for 8 KiB ahead.
     let fresh: Vec<&[u32]> = src.iter().map(Vec::as_slice).collect();
+    // The gallery's own stored ciphertexts, where the pass reads them:
+    // allocated one by one as the gallery was built.
     let own: Vec<&[u32]> = gallery.stored_residues().collect();
-    assert!(fresh
-        .iter()
-        .chain(&own)
-        .all(|b| b.len() % LINE == 0 && b.len() >= AHEAD));
-    g.bench_function("gallery_read_prefetched_1core", |b| {
-        b.iter(|| read_prefetched(black_box(&fresh)))
-    });
-    g.bench_function("gallery_read_stored_prefetched_1core", |b| {
-        b.iter(|| read_prefetched(black_box(&own)))
-    });
-    g.bench_function("gallery_copy_prefetched_1core", |b| {
-        b.iter(|| {
-            copy_prefetched(black_box(&fresh), &mut dst);
-            black_box(&dst);
-        })
-    });
+    for (way, prefetch) in [("", false), ("_prefetched", true)] {
+        g.bench_function(format!("gallery_read{way}_1core"), |b| {
+            b.iter(|| read_all(black_box(&fresh), prefetch))
+        });
+        g.bench_function(format!("gallery_read_stored{way}_1core"), |b| {
+            b.iter(|| read_all(black_box(&own), prefetch))
+        });
+        g.bench_function(format!("gallery_copy{way}_1core"), |b| {
+            b.iter(|| {
+                copy_all(black_box(&fresh), &mut dst, prefetch);
+                black_box(&dst);
+            })
+        });
+    }
     drop((fresh, own));
     drop((src, dst));
     drop(gallery);

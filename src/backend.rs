@@ -222,6 +222,30 @@ pub(crate) const STREAM_PREFETCH: usize = 1024;
 pub(crate) const STREAM_AHEAD: (isize, isize) =
     (STREAM_PREFETCH as isize, STREAM_PREFETCH as isize);
 
+/// Asks for the line holding `p` to be brought into L2 (x86_64
+/// `prefetcht1`, aarch64 `prfm pldl2keep`, nothing elsewhere): a hint,
+/// never a read, so any address will do. The memory floors the 1:N passes
+/// are measured against (the matching bench, `blindmatch-server bench`)
+/// read with it as well as without: where the hardware's own prefetching
+/// stops at page boundaries, a plain loop is slower than a pass that
+/// prefetches, so no floor (bench/HISTORY.md).
+#[inline(always)]
+pub fn prefetch_l2<T>(p: *const T) {
+    #[cfg(bm_avx)]
+    // SAFETY: a prefetch is a hint and cannot fault; SSE is baseline on
+    // x86_64.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T1 }>(p.cast())
+    };
+    #[cfg(bm_neon)]
+    // SAFETY: as above; `prfm` reads no memory and writes no register.
+    unsafe {
+        core::arch::asm!("prfm pldl2keep, [{0}]", in(reg) p, options(nostack, readonly, preserves_flags))
+    };
+    #[cfg(not(any(bm_avx, bm_neon)))]
+    let _ = p;
+}
+
 impl Backend {
     /// The portable backend, compiled on every target.
     pub const fn scalar() -> Self {

@@ -6,10 +6,12 @@
 //! * [`client`]: the key holder's side (encrypt templates and probes, read scores).
 //! * [`Verifier`]: 1:1 on the server, with response hygiene; [`ScoreReply`]:
 //!   its reply in compact form.
-//! * [`Identifier`] and [`Gallery`]: 1:N against a service-key gallery.
+//! * [`Identifier`] and [`Gallery`]: 1:N against a service-key gallery;
+//!   [`floor`]: the memory floors its passes are measured against.
 
 pub mod accuracy;
 pub mod client;
+pub mod floor;
 mod fused;
 mod identify;
 pub mod pack;
