@@ -339,16 +339,15 @@ impl Gallery {
     }
 
     /// The stored ciphertexts, in order, each at [`Self::stored_level`]
-    /// primes (what `blindmatch-server bench` reads to time a pass over the
-    /// gallery's memory).
+    /// primes.
     pub fn stored(&self) -> &[Ciphertext] {
         &self.cts
     }
 
     /// Every stored polynomial's residues, ciphertext after ciphertext, as
     /// the gallery holds them in memory (what a pass over the gallery reads;
-    /// `benches/matching.rs` times reading them against reading fresh
-    /// buffers of the same shape).
+    /// `benches/matching.rs` and `blindmatch-server bench` time reading
+    /// them, see [`super::floor`]).
     pub fn stored_residues(&self) -> impl Iterator<Item = &[u32]> {
         self.cts
             .iter()
