@@ -696,8 +696,9 @@ impl Backend {
                 && rows.iter().all(|r| r.len() >= out.len()),
             "Backend::round_to_t_small: length mismatch"
         );
-        // Elsewhere the portable loops compile to vector code.
-        dispatch!(self.of(Family::Rounding), round_to_t_small(rows, omega, theta, t, out), [simd128],
+        // NEON is a baseline feature of its build, so the portable loops
+        // compile to vector code there.
+        dispatch!(self.of(Family::Rounding), round_to_t_small(rows, omega, theta, t, out), [avx2, avx512, simd128],
             else scalar::round_to_t_small(rows, omega, theta, t, out))
     }
 

@@ -272,6 +272,9 @@ impl Work {
                 let c = [0.25, 0.5, 0.125, 0.0625];
                 b.round_weighted_sum(&[r0, r1, r2, r3], &c, out);
                 b.floor_frac_sum(&[r0, r1, r2, r3], &c, acc);
+                // Decryption's rounding over two primes, as the key
+                // holder's 1:N pass rounds its scores.
+                b.round_to_t_small(&[r0, r1], &[3.0, 5.0], &c[..2], 65537, out);
             }
             Family::Sampling => {
                 chacha::blocks(b, &[7; 8], 0, &mut self.stream);

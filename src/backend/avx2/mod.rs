@@ -37,8 +37,8 @@ mod transforms;
 
 pub(crate) use dot::{dot2, dot2_blocks};
 pub(crate) use pointwise::{
-    cbd, floor_frac_sum, lincomb, mul, mul_acc, mul_mont_streaming, mul_sum, round_weighted_sum,
-    take_below,
+    cbd, floor_frac_sum, lincomb, mul, mul_acc, mul_mont_streaming, mul_sum, round_to_t_small,
+    round_weighted_sum, take_below,
 };
 pub(crate) use transforms::{forward, inverse, inverse_from};
 

@@ -529,3 +529,53 @@ pub(crate) unsafe fn take_below(
     let (u, w) = scalar::take_below(&words[used..], shift, q, &mut out[i..]);
     (used + u, i + w)
 }
+
+/// [`scalar::round_to_t_small`], four coefficients at a time: the same
+/// `f64` operations in the same order (the scalar code's `floor` and
+/// nearest-even rounding of these non-negative values are `round_pd`'s),
+/// so bit-identical.
+///
+/// # Safety
+/// The CPU supports AVX2.
+#[target_feature(enable = "avx2")]
+pub(crate) unsafe fn round_to_t_small(
+    rows: &[&[u32]],
+    omega: &[f64],
+    theta: &[f64],
+    t: u32,
+    out: &mut [u32],
+) {
+    const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    let n = out.len();
+    assert!(rows.iter().all(|r| r.len() >= n) && rows.len() == omega.len());
+    let whole = n / 4 * 4;
+    // SAFETY (whole block): AVX2 is enabled here; loads and stores of four
+    // `u32` at `b + 4 <= whole <= n` stay inside slices of at least `n`.
+    unsafe {
+        let tf = _mm256_set1_pd(t as f64);
+        let t_inv = _mm256_set1_pd(1.0 / t as f64);
+        let (half, zero) = (_mm256_set1_pd(0.5), _mm256_setzero_pd());
+        let mut b = 0;
+        while b < whole {
+            let (mut int, mut frac) = (zero, zero);
+            for ((row, &w), &th) in rows.iter().zip(omega).zip(theta) {
+                let x = _mm256_cvtepi32_pd(_mm_loadu_si128(row.as_ptr().add(b).cast()));
+                let p = _mm256_mul_pd(x, _mm256_set1_pd(th));
+                let fl = _mm256_floor_pd(p);
+                int = _mm256_add_pd(int, _mm256_add_pd(_mm256_mul_pd(x, _mm256_set1_pd(w)), fl));
+                frac = _mm256_add_pd(frac, _mm256_sub_pd(p, fl));
+            }
+            let total = _mm256_add_pd(int, _mm256_floor_pd(_mm256_add_pd(frac, half)));
+            let k = _mm256_round_pd::<NEAREST>(_mm256_mul_pd(total, t_inv));
+            let r = _mm256_sub_pd(total, _mm256_mul_pd(k, tf));
+            let negative = _mm256_cmp_pd::<_CMP_LT_OQ>(r, zero);
+            let r = _mm256_add_pd(r, _mm256_and_pd(negative, tf));
+            _mm_storeu_si128(out.as_mut_ptr().add(b).cast(), _mm256_cvttpd_epi32(r));
+            b += 4;
+        }
+    }
+    if whole < n {
+        let tails = scalar::tails(rows, whole);
+        scalar::round_to_t_small(&tails, omega, theta, t, &mut out[whole..]);
+    }
+}

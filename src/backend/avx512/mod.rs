@@ -43,7 +43,8 @@ mod transforms;
 
 pub(crate) use dot::{dot2, dot2_blocks};
 pub(crate) use pointwise::{
-    floor_frac_sum, lincomb, mul, mul_acc, mul_mont_streaming, mul_sum, round_weighted_sum,
+    floor_frac_sum, lincomb, mul, mul_acc, mul_mont_streaming, mul_sum, round_to_t_small,
+    round_weighted_sum,
 };
 pub(crate) use transforms::{forward, inverse, inverse_from};
 

@@ -453,3 +453,56 @@ pub(crate) unsafe fn floor_frac_sum(inputs: &[&[u32]], thetas: &[f64], out: &mut
         scalar::floor_frac_sum(&scalar::tails(inputs, whole), thetas, &mut out[whole..]);
     }
 }
+
+/// [`scalar::round_to_t_small`], eight coefficients at a time: the same
+/// `f64` operations in the same order (the scalar code's `floor` and
+/// nearest-even rounding of these non-negative values are `roundscale`'s),
+/// so bit-identical.
+///
+/// # Safety
+/// The CPU supports AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn round_to_t_small(
+    rows: &[&[u32]],
+    omega: &[f64],
+    theta: &[f64],
+    t: u32,
+    out: &mut [u32],
+) {
+    const FLOOR: i32 = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC;
+    const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    let n = out.len();
+    assert!(rows.iter().all(|r| r.len() >= n) && rows.len() == omega.len());
+    let whole = n / 8 * 8;
+    // SAFETY (whole block): as in `round_weighted_sum`.
+    unsafe {
+        let tf = _mm512_set1_pd(t as f64);
+        let t_inv = _mm512_set1_pd(1.0 / t as f64);
+        let (half, zero) = (_mm512_set1_pd(0.5), _mm512_setzero_pd());
+        let mut b = 0;
+        while b < whole {
+            let (mut int, mut frac) = (zero, zero);
+            for ((row, &w), &th) in rows.iter().zip(omega).zip(theta) {
+                let x = _mm512_cvtepi32_pd(_mm256_loadu_si256(row.as_ptr().add(b).cast()));
+                let p = _mm512_mul_pd(x, _mm512_set1_pd(th));
+                let fl = _mm512_roundscale_pd::<FLOOR>(p);
+                int = _mm512_add_pd(int, _mm512_add_pd(_mm512_mul_pd(x, _mm512_set1_pd(w)), fl));
+                frac = _mm512_add_pd(frac, _mm512_sub_pd(p, fl));
+            }
+            let total = _mm512_add_pd(
+                int,
+                _mm512_roundscale_pd::<FLOOR>(_mm512_add_pd(frac, half)),
+            );
+            let k = _mm512_roundscale_pd::<NEAREST>(_mm512_mul_pd(total, t_inv));
+            let r = _mm512_sub_pd(total, _mm512_mul_pd(k, tf));
+            let negative = _mm512_cmp_pd_mask::<_CMP_LT_OQ>(r, zero);
+            let r = _mm512_mask_add_pd(r, negative, r, tf);
+            _mm256_storeu_si256(out.as_mut_ptr().add(b).cast(), _mm512_cvttpd_epi32(r));
+            b += 8;
+        }
+    }
+    if whole < n {
+        let tails = scalar::tails(rows, whole);
+        scalar::round_to_t_small(&tails, omega, theta, t, &mut out[whole..]);
+    }
+}
