@@ -300,37 +300,36 @@ impl FusedScorer {
     /// takes them. The ciphertexts are read two at a time against one read
     /// of the probe (in cache the probe's reads, as many as the gallery's,
     /// bound the kernel: bench/HISTORY.md), each pair prefetching the next,
-    /// the last the first of `next` (read after these).
+    /// the last the first of `next` (read after these). The ciphertexts
+    /// come as their [`residues`], `C·L` entries, and `next` as the same
+    /// (empty at the end of a pass).
     pub(crate) fn score_rows(
         &self,
-        cts: &[Ciphertext],
-        next: &[Ciphertext],
+        params: &Params,
+        residues: &[Residues],
+        next: &[Residues],
         probe: &FusedProbe,
         scratch: &mut Vec<u32>,
         rows: &mut [u32],
     ) {
-        let (c, blocks, limbs) = (cts.len(), self.blocks, self.limbs.len());
-        assert_eq!(rows.len(), limbs * blocks * c, "FusedScorer::score_rows");
-        let Some(params) = cts.first().map(|ct| ct.params()) else {
-            return;
-        };
+        let (blocks, limbs) = (self.blocks, self.limbs.len());
+        let c = residues.len() / limbs;
+        assert!(
+            residues.len() == limbs * c && rows.len() == limbs * blocks * c,
+            "FusedScorer::score_rows"
+        );
         let n = self.dim * blocks;
         // Block sums, prime-major then ciphertext by ciphertext, then the
         // same transposed into `rows` for the combination's rows.
         scratch.resize(2 * rows.len(), 0);
         let (sums, spare) = scratch.split_at_mut(rows.len());
-        // Every ciphertext's residues, prime by prime (`c·L + i`), with the
-        // first two of `next`, looked up before any is read: they sit
-        // behind a pointer per ciphertext, and a loop of lookups alone lets
-        // those cache misses overlap, where a lookup in each call stalled
-        // it (bench/HISTORY.md).
-        let known = c + next.len().min(2);
-        let residues: Vec<(&[u32], &[u32])> = cts
-            .iter()
-            .chain(next.iter().take(2))
-            .flat_map(|ct| (0..limbs).map(move |i| limb(ct, i)))
-            .collect();
-        let of = |ct: usize, i: usize| (ct < known).then(|| residues[ct * limbs + i]);
+        let known = c + (next.len() / limbs).min(2);
+        let of = |ct: usize, i: usize| {
+            (ct < known).then(|| match ct.checked_sub(c) {
+                None => residues[ct * limbs + i],
+                Some(ct) => next[ct * limbs + i],
+            })
+        };
         for first in (0..c).step_by(2) {
             // The ciphertexts read after these, which they prefetch.
             let after = (first + 2).min(c);
@@ -370,8 +369,22 @@ impl FusedScorer {
 }
 
 /// Prime `i`'s residues of a ciphertext's two polynomials.
-fn limb(ct: &Ciphertext, i: usize) -> (&[u32], &[u32]) {
-    (ct.residues(0, i), ct.residues(1, i))
+pub(crate) type Residues<'a> = (&'a [u32], &'a [u32]);
+
+/// Every ciphertext's [`Residues`], prime by prime (`ct·L + i` for `L =
+/// limbs`), looked up once for a whole pass: they sit behind a pointer per
+/// ciphertext, and a loop of lookups alone lets those cache misses overlap,
+/// where a lookup in each call of the pass stalled it, and lookups made
+/// during the pass find the ciphertexts' headers evicted by the gallery's
+/// own reads (bench/HISTORY.md).
+pub(crate) fn residues(cts: &[Ciphertext], limbs: usize) -> Vec<Residues<'_>> {
+    let mut out = Vec::with_capacity(cts.len() * limbs);
+    for ct in cts {
+        for i in 0..limbs {
+            out.push((ct.residues(0, i), ct.residues(1, i)));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -498,7 +511,8 @@ mod tests {
                 assert_eq!(format!("{fp:?}"), "FusedProbe { .. }");
                 let mut rows = vec![0u32; level * blocks];
                 let mut scratch = Vec::new();
-                f.score_rows(std::slice::from_ref(&ct), &[], &fp, &mut scratch, &mut rows);
+                let one = residues(std::slice::from_ref(&ct), level);
+                f.score_rows(&params, &one, &[], &fp, &mut scratch, &mut rows);
                 let mut prod = crate::bfv::Ciphertext::new(&params, Vec::new());
                 ev.multiply_plain_into(&ct, &probe, &mut prod).unwrap();
                 let phase = sk.phase(&prod).unwrap();
@@ -532,14 +546,16 @@ mod tests {
                     .iter()
                     .map(|ct| {
                         let mut rows = vec![0u32; level * blocks];
-                        f.score_rows(std::slice::from_ref(ct), &[], &fp, &mut scratch, &mut rows);
+                        let one = residues(std::slice::from_ref(ct), level);
+                        f.score_rows(&params, &one, &[], &fp, &mut scratch, &mut rows);
                         rows
                     })
                     .collect();
                 for c in 1..=cts.len() {
                     for next in [&cts[c..], &cts[..0]] {
                         let mut rows = vec![0u32; level * blocks * c];
-                        f.score_rows(&cts[..c], next, &fp, &mut scratch, &mut rows);
+                        let (these, next) = (residues(&cts[..c], level), residues(next, level));
+                        f.score_rows(&params, &these, &next, &fp, &mut scratch, &mut rows);
                         for (k, alone) in alone.iter().enumerate().take(c) {
                             let column: Vec<u32> =
                                 (0..level * blocks).map(|r| rows[r * c + k]).collect();

@@ -17,15 +17,13 @@
 //! top level ([`Gallery::for_encrypted_probes`]), and the key holder ranks
 //! the score ciphertexts with [`Identifier::rank`].
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
 use crate::bfv::{
     Ciphertext, Evaluator, Params, Plaintext, PlaintextNtt, PublicKey, RelinKey, SecretKey,
 };
 use crate::error::MatchError;
 
-use super::fused::FusedScorer;
+use super::best::{best_scores, Best};
+use super::fused::{FusedScorer, Residues};
 use super::pack::{pack_probe, score_position, templates_per_ciphertext};
 use super::quantize::Quantizer;
 
@@ -547,8 +545,18 @@ impl Identifier {
     /// [`best_scores`]), with their cosines.
     fn best(&self, gallery: &Gallery, scores: &[i64], top_k: usize) -> Vec<Match> {
         let per = templates_per_ciphertext(&self.params, self.quantizer.dim());
-        best_scores(scores, per, &gallery.counts, &gallery.erased, top_k)
-            .into_iter()
+        self.matches(best_scores(
+            scores,
+            per,
+            &gallery.counts,
+            &gallery.erased,
+            top_k,
+        ))
+    }
+
+    /// `(score, index)` pairs as matches, with their cosines.
+    fn matches(&self, best: Vec<(i64, usize)>) -> Vec<Match> {
+        best.into_iter()
             .map(|(score, index)| Match {
                 index,
                 score,
@@ -574,68 +582,74 @@ impl Identifier {
             return Ok(Vec::new());
         }
         let per = templates_per_ciphertext(&self.params, dim);
-        let mut scores = vec![0i64; per * gallery.cts.len()];
-        match self
+        let Some(f) = self
             .fused
             .as_ref()
             .filter(|f| f.limbs() == gallery.stored_level)
-        {
-            // The scores straight from the gallery (see `super::fused`),
-            // with per-thread scratch for the residues.
-            Some(f) => {
-                let fp = f.prepare(&self.params, &probe, sk);
-                // Runs of ciphertexts, scored and rounded together, each
-                // with the run after it (which the pass prefetches as it
-                // reads this one); the last run may be shorter, into
-                // scores padded to whole runs.
-                let run = score_run(gallery.cts.len());
-                let runs: Vec<&[Ciphertext]> = gallery.cts.chunks(run).collect();
-                let after = runs.iter().skip(1).copied().chain([&[][..]]);
-                let items: Vec<_> = runs.iter().copied().zip(after).collect();
-                scores.resize(run * per * runs.len(), 0);
-                let words = f.limbs() * per * run;
-                let t = self.params.plaintext_modulus();
-                crate::parallel::par_chunks_init(
-                    &items,
-                    &mut scores,
-                    run * per,
-                    || (Vec::new(), vec![0u32; words], vec![0u32; per * run]),
-                    |(scratch, rows, raw), &(cts, next), out| {
-                        let c = cts.len();
-                        let (rows, raw) = (&mut rows[..f.limbs() * per * c], &mut raw[..per * c]);
-                        f.score_rows(cts, next, &fp, scratch, rows);
-                        // `raw[m·c + k]`: template `m` of `cts[k]`.
-                        crate::bfv::round_residue_rows_to_t(&self.params, rows, raw);
-                        for (k, out) in out.chunks_exact_mut(per).take(c).enumerate() {
-                            for (m, o) in out.iter_mut().enumerate() {
-                                *o = crate::bfv::centred(raw[m * c + k], t);
-                            }
-                        }
-                        Ok::<_, MatchError>(())
-                    },
-                )?;
-                scores.truncate(per * gallery.cts.len());
-            }
+        else {
             // Per-thread scratch: the product is written into the same
             // buffers for every gallery ciphertext, and only the score
             // coefficients are rounded.
-            None => {
-                let positions = self.score_positions();
-                crate::parallel::par_chunks_init(
-                    &gallery.cts,
-                    &mut scores,
-                    per,
-                    || Ciphertext::new(&self.params, Vec::new()),
-                    |scratch, ct, out| {
-                        self.ev.multiply_plain_into(ct, &probe, scratch)?;
-                        let raw = sk.decrypt_coefficients(scratch, &positions)?;
-                        self.centre_into(&raw, out);
-                        Ok::<_, MatchError>(())
-                    },
-                )?
-            }
+            let positions = self.score_positions();
+            let mut scores = vec![0i64; per * gallery.cts.len()];
+            crate::parallel::par_chunks_init(
+                &gallery.cts,
+                &mut scores,
+                per,
+                || Ciphertext::new(&self.params, Vec::new()),
+                |scratch, ct, out| {
+                    self.ev.multiply_plain_into(ct, &probe, scratch)?;
+                    let raw = sk.decrypt_coefficients(scratch, &positions)?;
+                    self.centre_into(&raw, out);
+                    Ok::<_, MatchError>(())
+                },
+            )?;
+            return Ok(self.best(gallery, &scores, top_k));
+        };
+        // The scores straight from the gallery (see `super::fused`), with
+        // per-thread scratch for the residues, in runs of ciphertexts
+        // scored and rounded together, each with the run after it (which
+        // the pass prefetches as it reads this one). Each run keeps its own
+        // `top_k` best while its scores are in cache; no list of every
+        // score is made.
+        let fp = f.prepare(&self.params, &probe, sk);
+        let run = score_run(gallery.cts.len());
+        let limbs = f.limbs();
+        let residues = super::fused::residues(&gallery.cts, limbs);
+        let runs: Vec<&[Residues]> = residues.chunks(run * limbs).collect();
+        let after = runs.iter().skip(1).copied().chain([&[][..]]);
+        let items: Vec<_> = runs.iter().copied().zip(after).enumerate().collect();
+        let words = limbs * per * run;
+        let t = self.params.plaintext_modulus();
+        let kept = crate::parallel::par_map_init(
+            &items,
+            || (Vec::new(), vec![0u32; words], vec![0u32; per * run]),
+            |(scratch, rows, raw), &(r, (these, next))| {
+                let c = these.len() / limbs;
+                let (rows, raw) = (&mut rows[..limbs * per * c], &mut raw[..per * c]);
+                f.score_rows(&self.params, these, next, &fp, scratch, rows);
+                // `raw[m·c + k]`: template `m` of the run's ciphertext `k`.
+                crate::bfv::round_residue_rows_to_t(&self.params, rows, raw);
+                let first = r * run;
+                let candidates: Vec<u64> = (first..first + c)
+                    .map(|ci| gallery.candidates(ci))
+                    .collect();
+                let mut best = Best::new(top_k);
+                for (m, raw) in raw.chunks_exact(c).enumerate() {
+                    for (k, (&v, &can)) in raw.iter().zip(&candidates).enumerate() {
+                        if can >> m & 1 == 1 {
+                            best.offer(crate::bfv::centred(v, t), (first + k) * per + m);
+                        }
+                    }
+                }
+                Ok::<_, MatchError>(best)
+            },
+        )?;
+        let mut best = Best::new(top_k);
+        for b in kept {
+            best.merge(b);
         }
-        Ok(self.best(gallery, &scores, top_k))
+        Ok(self.matches(best.into_sorted()))
     }
 }
 
@@ -648,81 +662,9 @@ fn score_run(ciphertexts: usize) -> usize {
     ciphertexts.div_ceil(8).next_multiple_of(2).clamp(2, 128)
 }
 
-/// The `top_k` best `(score, index)` of every template's score (`scores`:
-/// ciphertext after ciphertext, `per` each; `counts` and `erased` per
-/// ciphertext as a [`Gallery`] holds them), best first, ties by index;
-/// erased templates and empty slots left out. One pass keeps the best
-/// `top_k` in a heap whose top is the worst of them, so `N` scores cost `N`
-/// comparisons and no list of every template.
-fn best_scores(
-    scores: &[i64],
-    per: usize,
-    counts: &[usize],
-    erased: &[u64],
-    top_k: usize,
-) -> Vec<(i64, usize)> {
-    if top_k == 0 {
-        return Vec::new();
-    }
-    // Ordered worst last: a lower score, then a higher index.
-    let mut kept: BinaryHeap<(Reverse<i64>, usize)> = BinaryHeap::new();
-    for (ci, s) in scores.chunks_exact(per).enumerate() {
-        for (k, &score) in s.iter().enumerate().take(counts[ci]) {
-            if erased[ci] >> k & 1 == 1 {
-                continue;
-            }
-            let entry = (Reverse(score), ci * per + k);
-            if kept.len() < top_k {
-                kept.push(entry);
-            } else if let Some(mut worst) = kept.peek_mut() {
-                if entry < *worst {
-                    *worst = entry;
-                }
-            }
-        }
-    }
-    kept.into_sorted_vec()
-        .into_iter()
-        .map(|(Reverse(score), index)| (score, index))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The heap's selection equals sorting every kept template, on scores
-    /// with many ties, erasures and part-filled ciphertexts, for every
-    /// `top_k` from 0 past the count.
-    #[test]
-    fn best_scores_equal_a_full_sort() {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |below: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % below
-        };
-        for per in [1, 4, 32] {
-            let cts = 9;
-            let scores: Vec<i64> = (0..per * cts).map(|_| next(7) as i64 - 3).collect();
-            let counts: Vec<usize> = (0..cts).map(|_| next(per as u64 + 1) as usize).collect();
-            let erased: Vec<u64> = (0..cts).map(|_| next(1 << per.min(32))).collect();
-            let mut all: Vec<(i64, usize)> = (0..per * cts)
-                .filter(|&i| i % per < counts[i / per] && erased[i / per] >> (i % per) & 1 == 0)
-                .map(|i| (scores[i], i))
-                .collect();
-            all.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-            for top_k in 0..=all.len() + 2 {
-                let want = &all[..top_k.min(all.len())];
-                assert_eq!(
-                    best_scores(&scores, per, &counts, &erased, top_k),
-                    want,
-                    "per {per} top_k {top_k}"
-                );
-            }
-        }
-    }
 
     /// What `Gallery::erase` decrypts is zeroed whichever way it leaves:
     /// a normal return, an error return, a panic.

@@ -10,6 +10,7 @@
 //!   [`floor`]: the memory floors its passes are measured against.
 
 pub mod accuracy;
+mod best;
 pub mod client;
 pub mod floor;
 mod fused;
