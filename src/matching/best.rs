@@ -67,20 +67,19 @@ impl Best {
 }
 
 /// The `top_k` best `(score, index)` of every template's score (`scores`:
-/// ciphertext after ciphertext, `per` each; `counts` and `erased` per
-/// ciphertext as a gallery holds them), best first, ties by index; erased
-/// templates and empty slots left out.
+/// ciphertext after ciphertext, `per` each), best first, ties by index;
+/// only the templates set in their ciphertext's `candidates` mask (as
+/// `Gallery::candidates` gives it: added, not erased) are kept.
 pub(crate) fn best_scores(
     scores: &[i64],
     per: usize,
-    counts: &[usize],
-    erased: &[u64],
+    candidates: &[u64],
     top_k: usize,
 ) -> Vec<(i64, usize)> {
     let mut best = Best::new(top_k);
-    for (ci, s) in scores.chunks_exact(per).enumerate() {
-        for (k, &score) in s.iter().enumerate().take(counts[ci]) {
-            if erased[ci] >> k & 1 == 0 {
+    for (ci, (s, &can)) in scores.chunks_exact(per).zip(candidates).enumerate() {
+        for (k, &score) in s.iter().enumerate() {
+            if can >> k & 1 == 1 {
                 best.offer(score, ci * per + k);
             }
         }
@@ -110,6 +109,9 @@ mod tests {
             let scores: Vec<i64> = (0..per * cts).map(|_| next(7) as i64 - 3).collect();
             let counts: Vec<usize> = (0..cts).map(|_| next(per as u64 + 1) as usize).collect();
             let erased: Vec<u64> = (0..cts).map(|_| next(1 << per.min(32))).collect();
+            let candidates: Vec<u64> = (0..cts)
+                .map(|ci| ((1u64 << counts[ci]) - 1) & !erased[ci])
+                .collect();
             let kept =
                 |i: usize| i % per < counts[i / per] && erased[i / per] >> (i % per) & 1 == 0;
             let mut all: Vec<(i64, usize)> = (0..per * cts)
@@ -120,7 +122,7 @@ mod tests {
             for top_k in 0..=all.len() + 2 {
                 let want = &all[..top_k.min(all.len())];
                 assert_eq!(
-                    best_scores(&scores, per, &counts, &erased, top_k),
+                    best_scores(&scores, per, &candidates, top_k),
                     want,
                     "per {per} top_k {top_k}"
                 );

@@ -545,13 +545,10 @@ impl Identifier {
     /// [`best_scores`]), with their cosines.
     fn best(&self, gallery: &Gallery, scores: &[i64], top_k: usize) -> Vec<Match> {
         let per = templates_per_ciphertext(&self.params, self.quantizer.dim());
-        self.matches(best_scores(
-            scores,
-            per,
-            &gallery.counts,
-            &gallery.erased,
-            top_k,
-        ))
+        let candidates: Vec<u64> = (0..gallery.cts.len())
+            .map(|ci| gallery.candidates(ci))
+            .collect();
+        self.matches(best_scores(scores, per, &candidates, top_k))
     }
 
     /// `(score, index)` pairs as matches, with their cosines.
