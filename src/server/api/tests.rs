@@ -1,7 +1,6 @@
 //! The router in process (`tower::ServiceExt::oneshot`): how refusals map
 //! to statuses and JSON codes, and that every route of the table is routed.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -17,17 +16,18 @@ use crate::server::gallery::Galleries;
 use crate::server::metrics::Metrics;
 use crate::server::routes::ROUTES;
 use crate::server::store::{AuditLog, Store};
+use crate::server::test_dir::TestDir;
 
 use super::{frame_keys, router, AppState, Limits, Quotas, Service};
 
 /// A server's state over a fresh database in a directory of its own, 1:N
-/// off.
-fn state(tag: &str) -> Arc<AppState> {
+/// off, and that directory (removed when dropped).
+fn state(tag: &str) -> (Arc<AppState>, TestDir) {
     state_with(tag, None)
 }
 
 /// As [`state`], 1:N on with a fresh service key and no gallery.
-fn state_1ton(tag: &str) -> Arc<AppState> {
+fn state_1ton(tag: &str) -> (Arc<AppState>, TestDir) {
     let params = crate::server::params();
     let sk = SecretKey::generate(&params).unwrap();
     let service = Service {
@@ -43,14 +43,11 @@ fn state_1ton(tag: &str) -> Arc<AppState> {
     state_with(tag, Some(Arc::new(service)))
 }
 
-fn state_with(tag: &str, service: Option<Arc<Service>>) -> Arc<AppState> {
-    let dir: PathBuf =
-        std::env::temp_dir().join(format!("blindmatch-router-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn state_with(tag: &str, service: Option<Arc<Service>>) -> (Arc<AppState>, TestDir) {
+    let dir = TestDir::new(&format!("router-{tag}"));
     let params = crate::server::params();
     let store = Arc::new(Store::open(&dir.join("blindmatch.db")).unwrap());
-    Arc::new(AppState {
+    let state = Arc::new(AppState {
         audit: AuditLog::start(store.clone(), None).unwrap(),
         cache: UserCache::new(4),
         limits: Limits::new(&params),
@@ -82,7 +79,8 @@ fn state_with(tag: &str, service: Option<Arc<Service>>) -> Arc<AppState> {
         ),
         login: None,
         trusted_proxies: Vec::new(),
-    })
+    });
+    (state, dir)
 }
 
 /// The status and the JSON error code of one request, its body of the
@@ -142,7 +140,7 @@ async fn expect_all(app: &Router, cases: Vec<Case>) {
 
 #[tokio::test]
 async fn refusals_map_to_their_status_and_code() {
-    let st = state("refusals");
+    let (st, _dir) = state("refusals");
     let keys_limit = st.limits.keys;
     let app = router(st);
     let cases: Vec<Case> = vec![
@@ -241,7 +239,8 @@ async fn refusals_map_to_their_status_and_code() {
 /// `not_found` or 405) and refuses another with 405.
 #[tokio::test]
 async fn every_route_of_the_table_is_routed() {
-    let app = router(state("table"));
+    let (st, _dir) = state("table");
+    let app = router(st);
     for route in ROUTES {
         let path = route
             .path
@@ -271,7 +270,8 @@ async fn every_route_of_the_table_is_routed() {
 /// with 405.
 #[tokio::test]
 async fn one_to_n_routes_answer_with_a_service_key() {
-    let app = router(state_1ton("1ton"));
+    let (st, _dir) = state_1ton("1ton");
+    let app = router(st);
     let cases: Vec<Case> = vec![
         (
             "GET",
