@@ -10,14 +10,15 @@
 // playwright-core). The server binary is target/{release,debug}/blindmatch-server
 // (or BLINDMATCH_SERVER=...); if there is none it is built with
 // `cargo build --features server --bin blindmatch-server`.
-// SCREENSHOT=path chooses where the screenshot goes (default: a temp file).
+// SCREENSHOT=path chooses where the screenshot goes (default:
+// target/e2e/e2e.png, replaced by each run).
 //
 //   node --test tests/js/e2e.test.mjs
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { act, browserSkip, engineReady, openPage } from './chromium.mjs';
 import { serverBinary, startServer, stopServer } from './server.mjs';
@@ -31,7 +32,8 @@ test('demo login page end to end: register, genuine login accepted, impostor rej
   assert.ok(existsSync(join(ROOT, 'pkg/index.js')), 'pkg/ is not built: run bash scripts/build-wasm.sh');
   const bin = serverBinary();
   const work = mkdtempSync(join(tmpdir(), 'blindmatch-e2e-'));
-  const screenshot = process.env.SCREENSHOT ?? join(mkdtempSync(join(tmpdir(), 'blindmatch-shot-')), 'e2e.png');
+  const screenshot = process.env.SCREENSHOT ?? join(ROOT, 'target/e2e/e2e.png');
+  mkdirSync(dirname(screenshot), { recursive: true });
   let server;
   let context;
   try {
