@@ -269,6 +269,39 @@ impl FusedScorer {
         self.limbs.len()
     }
 
+    /// The dimension the tables score.
+    pub(crate) fn dim(&self) -> usize {
+        self.dim
+    }
+
+    /// Coefficients `d·m + d − 1` (every block `m`) of polynomial `k` of
+    /// `ct`, a ciphertext at this scorer's level, prime by prime
+    /// (`out[i][m]`): exactly what its inverse transform gives there, from
+    /// a product by the weights, a sum per block and the combination (the
+    /// module's notes, for one polynomial): about half an inverse
+    /// transform's work per prime, where only those coefficients are
+    /// needed (the compact reply's `c0`).
+    pub(crate) fn coefficients(&self, params: &Params, ct: &Ciphertext, k: usize) -> Vec<Vec<u32>> {
+        let mut products = vec![0u32; self.dim * self.blocks];
+        let mut sums = vec![0u32; self.blocks];
+        let tables = self.limbs.iter().zip(params.plans_q()).enumerate();
+        tables
+            .map(|(i, (t, plan))| {
+                let m = plan.modulus();
+                // Residues and weights below q < 2^30: a block's sum of 2^24
+                // products reduced below q fits 64 bits.
+                plan.backend()
+                    .mul(m, ct.residues(k, i), &t.w, &mut products);
+                for (s, block) in sums.iter_mut().zip(products.chunks_exact(self.dim)) {
+                    *s = m.reduce_u64(block.iter().map(|&x| x as u64).sum());
+                }
+                let mut out = vec![0u32; self.blocks];
+                t.combine.apply(m, &sums, &mut out);
+                out
+            })
+            .collect()
+    }
+
     /// `P0 = p·w` and `P1 = p·s·w` for a probe and the key holder's key.
     pub(crate) fn prepare(
         &self,

@@ -23,6 +23,7 @@ use crate::bfv::{Ciphertext, Params, SecretKey, ToPowerOfTwo};
 use crate::error::MatchError;
 use zeroize::Zeroize;
 
+use super::fused::FusedScorer;
 use super::pack::{score_position, templates_per_ciphertext};
 
 /// A 1:1 reply in compact form: `c0` at the score positions and `c1`, both
@@ -74,16 +75,20 @@ impl ScoreReply {
     /// `dim`. The reply must be relinearized (size 2); a size-3 product
     /// stays a ciphertext, as `c2·s²` would need far more than 32 bits.
     pub fn from_ciphertext(ct: &Ciphertext, dim: usize) -> Result<Self, MatchError> {
-        Self::from_ciphertext_plus(ct, None, dim)
+        Self::from_ciphertext_plus(ct, None, dim, None)
     }
 
     /// The compact form of `ct` with the coefficient-domain polynomial
     /// `plus` (over `ct`'s primes) added to its `c0`: the same reply as that
-    /// of the sum, without transforming `plus` there and back.
+    /// of the sum, without transforming `plus` there and back. With
+    /// `scores`, tables for `ct`'s level and `dim`, the score positions of
+    /// `c0` are read from its evaluations ([`FusedScorer::coefficients`])
+    /// instead of inverse-transforming all of it; the same residues.
     pub(crate) fn from_ciphertext_plus(
         ct: &Ciphertext,
         plus: Option<&RnsPoly<Coeff>>,
         dim: usize,
+        scores: Option<&FusedScorer>,
     ) -> Result<Self, MatchError> {
         let params = ct.params();
         super::quantize::Quantizer::new(params, dim)?;
@@ -92,19 +97,31 @@ impl ScoreReply {
         }
         let plans = &params.plans_q()[..ct.level()];
         let scale = ToPowerOfTwo::new(plans.iter().map(|p| *p.modulus()).collect());
-        let [mut c0, c1] = [0, 1].map(|k| ct.coeff_poly(k));
-        if let Some(x) = plus {
-            c0.add_assign(x, plans);
-        }
         // c0 only at the score positions: those residues, limb by limb.
         let per = templates_per_ciphertext(params, dim);
-        let rows0: Vec<Vec<u32>> = (0..c0.limbs())
-            .map(|i| {
-                (0..per)
-                    .map(|k| c0.limb(i)[score_position(dim, k)])
-                    .collect()
-            })
-            .collect();
+        let mut rows0: Vec<Vec<u32>> =
+            match scores.filter(|f| f.limbs() == ct.level() && f.dim() == dim) {
+                Some(f) => f.coefficients(params, ct, 0),
+                None => {
+                    let c0 = ct.coeff_poly(0);
+                    (0..c0.limbs())
+                        .map(|i| {
+                            (0..per)
+                                .map(|k| c0.limb(i)[score_position(dim, k)])
+                                .collect()
+                        })
+                        .collect()
+                }
+            };
+        if let Some(x) = plus {
+            for (i, (row, plan)) in rows0.iter_mut().zip(plans).enumerate() {
+                let m = plan.modulus();
+                for (k, r) in row.iter_mut().enumerate() {
+                    *r = m.add(*r, x.limb(i)[score_position(dim, k)]);
+                }
+            }
+        }
+        let c1 = ct.coeff_poly(1);
         let refs0: Vec<&[u32]> = rows0.iter().map(|r| r.as_slice()).collect();
         let refs1: Vec<&[u32]> = (0..c1.limbs()).map(|i| c1.limb(i)).collect();
         let backend = plans[0].backend();
@@ -226,5 +243,39 @@ mod tests {
             client::decrypt_scores(sk, q, &reply, 32).unwrap().scores,
             want
         );
+    }
+
+    /// Read from the evaluations or from the inverse transform, `c0`'s score
+    /// positions give the same reply: every dimension, every level, with and
+    /// without a polynomial added to `c0`; tables of another level or
+    /// dimension are not used.
+    #[test]
+    fn score_positions_from_the_evaluations_equal_the_transform() {
+        let params = Params::auth4096();
+        let t = params.plaintext_modulus();
+        let mut rng = Prng::from_seed([8; 32]);
+        let sk = SecretKey::generate_with(&params, &mut rng);
+        let pk = PublicKey::new_with(&sk, &mut rng);
+        let ev = crate::bfv::Evaluator::new(&params);
+        let random = |rng: &mut Prng| {
+            let coeffs: Vec<u32> = (0..params.degree()).map(|_| rng.next_u32() % t).collect();
+            crate::bfv::Plaintext::from_coeffs(&params, &coeffs).unwrap()
+        };
+        for dim in crate::matching::DIMENSIONS {
+            for level in 1..=params.limbs() {
+                let f = FusedScorer::new(&params, dim, level).expect("tables");
+                let ct = pk.encrypt_with(&random(&mut rng), &mut rng).unwrap();
+                let ct = ev.mod_switch_to(&ct, level).unwrap();
+                let plus = crate::bfv::scaled_message(&params, &random(&mut rng), level);
+                for plus in [None, Some(&plus)] {
+                    let want = ScoreReply::from_ciphertext_plus(&ct, plus, dim, None).unwrap();
+                    let got = ScoreReply::from_ciphertext_plus(&ct, plus, dim, Some(&f)).unwrap();
+                    assert_eq!(got, want, "d={dim} level {level}");
+                }
+                let other = FusedScorer::new(&params, dim, level % params.limbs() + 1).unwrap();
+                let got = ScoreReply::from_ciphertext_plus(&ct, None, dim, Some(&other)).unwrap();
+                assert_eq!(got, ScoreReply::from_ciphertext(&ct, dim).unwrap());
+            }
+        }
     }
 }

@@ -19,6 +19,7 @@ use crate::bfv::{
 };
 use crate::error::MatchError;
 
+use super::fused::FusedScorer;
 use super::ScoreReply;
 
 /// Server-side 1:1 verification for one parameter set and dimension.
@@ -31,6 +32,9 @@ pub struct Verifier {
     /// Flood the score positions' noise up to `2^-k` of a plaintext step
     /// (replies for a decider, [`Verifier::for_decider`]).
     flood: Option<u32>,
+    /// Tables that read a reply's score positions of `c0` without its
+    /// inverse transforms ([`ScoreReply::from_ciphertext_plus`]).
+    scores: Option<FusedScorer>,
 }
 
 /// The flood of a decider's replies: noise up to 2^-6 of a plaintext step at
@@ -48,14 +52,7 @@ impl Verifier {
     /// to all but one ciphertext prime (two for `auth4096`), the fewest that
     /// keep the measured margin; see docs/PARAMETERS.md.
     pub fn new(params: &Params, dim: usize) -> Result<Self, MatchError> {
-        super::quantize::Quantizer::new(params, dim)?;
-        Ok(Self {
-            params: params.clone(),
-            ev: Evaluator::new(params),
-            dim,
-            reply_level: params.limbs().saturating_sub(1).max(1),
-            flood: None,
-        })
+        Self::at_level(params, dim, params.limbs().saturating_sub(1).max(1), None)
     }
 
     /// A verifier whose replies go to a decider rather than to the user: kept
@@ -63,17 +60,31 @@ impl Verifier {
     /// at the score positions ([`DECIDER_FLOOD_BITS`]) so that what the
     /// decider decrypts says nothing about the product's own noise.
     pub fn for_decider(params: &Params, dim: usize) -> Result<Self, MatchError> {
+        Self::at_level(params, dim, params.limbs(), Some(DECIDER_FLOOD_BITS))
+    }
+
+    /// Replies at `reply_level` primes, flooded as `flood` says.
+    fn at_level(
+        params: &Params,
+        dim: usize,
+        reply_level: usize,
+        flood: Option<u32>,
+    ) -> Result<Self, MatchError> {
+        super::quantize::Quantizer::new(params, dim)?;
         Ok(Self {
-            reply_level: params.limbs(),
-            flood: Some(DECIDER_FLOOD_BITS),
-            ..Self::new(params, dim)?
+            params: params.clone(),
+            ev: Evaluator::new(params),
+            dim,
+            reply_level,
+            flood,
+            scores: FusedScorer::new(params, dim, reply_level),
         })
     }
 
     /// The compact form of a relinearized reply ([`ScoreReply`]): what a
     /// server sends, about a quarter of the ciphertext's bytes.
     pub fn compact(&self, reply: &Ciphertext) -> Result<ScoreReply, MatchError> {
-        ScoreReply::from_ciphertext(reply, self.dim)
+        ScoreReply::from_ciphertext_plus(reply, None, self.dim, self.scores.as_ref())
     }
 
     /// The number of ciphertext primes of a reply.

@@ -41,6 +41,7 @@ use crate::bfv::{
 };
 use crate::error::MatchError;
 
+use super::fused::FusedScorer;
 use super::pack::{score_position, templates_per_ciphertext};
 use super::quantize::Quantizer;
 use super::ScoreReply;
@@ -308,6 +309,9 @@ pub struct Checker {
     /// The floods, bits replies then sums and norms (`None`: none, for
     /// measuring the replies' own noise in tests).
     floods: Option<(u32, u32)>,
+    /// Tables that read a sum or norm reply's score positions of `c0`
+    /// without its inverse transforms.
+    scores: Option<FusedScorer>,
 }
 
 impl Checker {
@@ -339,6 +343,7 @@ impl Checker {
             squares,
             shift,
             floods: Some((BITS_FLOOD_BITS, SUM_FLOOD_BITS)),
+            scores: FusedScorer::new(params, dim, params.limbs()),
         })
     }
 
@@ -539,7 +544,7 @@ impl Checker {
         rng: &mut Prng,
     ) -> Result<ScoreReply, MatchError> {
         let (y, plus) = self.finish_parts(y, constant, rng)?;
-        ScoreReply::from_ciphertext_plus(&y, Some(&plus), self.layout.dim)
+        ScoreReply::from_ciphertext_plus(&y, Some(&plus), self.layout.dim, self.scores.as_ref())
     }
 
     /// [`Self::finish`] before the compact form: `y` moved, and what its
