@@ -226,7 +226,6 @@ impl FusedScorer {
             return None;
         }
         let blocks = n / dim;
-        let r = (dim - 1) as u64;
         let mut out = Vec::with_capacity(limbs);
         for plan in &params.plans_q()[..limbs] {
             let m = plan.modulus();
@@ -240,12 +239,15 @@ impl FusedScorer {
             let mut w = Vec::with_capacity(n);
             for (b, block) in v.chunks_exact(dim).enumerate() {
                 let u_b = m.pow(block[0] % q, dim as u64);
+                // On this block's roots v^(−r) = v^(−d)·v = u_b⁻¹·v (r = d − 1):
+                // one inverse a block, not one and a power per root.
+                let scale = m.mul(n_inv, m.inv(u_b));
                 for &vk in block {
                     let vk = vk % q;
                     if m.pow(vk, dim as u64) != u_b {
                         return None;
                     }
-                    w.push(m.mul(n_inv, m.pow(m.inv(vk), r)));
+                    w.push(m.mul(scale, vk));
                 }
                 if class[..b].contains(&u_b) {
                     return None;
