@@ -301,11 +301,9 @@ pub struct Checker {
     params: Params,
     ev: Evaluator,
     layout: OneHot,
-    /// Per one-hot ciphertext index, `n·v²` at each level's slot (the norm).
+    /// Per one-hot ciphertext index, `n·v²` at each level's slot (the norm),
+    /// times `x^(d−1)` ([`moved`]).
     squares: Vec<PlaintextNtt>,
-    /// `x^(d−1)`: moves a constant coefficient to the first score position,
-    /// so that a sum or norm reply travels in compact form.
-    shift: PlaintextNtt,
     /// The floods, bits replies then sums and norms (`None`: none, for
     /// measuring the replies' own noise in tests).
     floods: Option<(u32, u32)>,
@@ -330,18 +328,14 @@ impl Checker {
                         w[local * layout.levels + j] = (n * v * v) % t;
                     }
                 }
-                Ok(ev.prepare_plain(&layout.encoder.encode(&w)?)?)
+                Ok(ev.prepare_plain(&moved(params, &layout.encoder.encode(&w)?, dim))?)
             })
             .collect::<Result<_, MatchError>>()?;
-        let mut monomial = vec![0u32; dim];
-        monomial[score_position(dim, 0)] = 1;
-        let shift = ev.prepare_plain(&Plaintext::from_coeffs(params, &monomial)?)?;
         Ok(Self {
             params: params.clone(),
             ev,
             layout,
             squares,
-            shift,
             floods: Some((BITS_FLOOD_BITS, SUM_FLOOD_BITS)),
             scores: FusedScorer::new(params, dim, params.limbs()),
         })
@@ -441,7 +435,7 @@ impl Checker {
         Ok(x)
     }
 
-    /// Sample `k`'s squared norm at the constant coefficient.
+    /// Sample `k`'s squared norm at the first score position.
     fn norm(&self, one_hot: &[Ciphertext], k: usize) -> Result<Ciphertext, MatchError> {
         let per = self.layout.ciphertexts_per_sample();
         let mut acc: Option<Ciphertext> = None;
@@ -458,9 +452,10 @@ impl Checker {
 
     /// One sum check: random weights `w` on every packed coefficient, `a`
     /// on each component's "exactly one level" and `b` on unused slots; the
-    /// constant coefficient of the result is
+    /// constant coefficient of the products is
     /// `Σ w_p·P_p + Σ (a_i − w_pos(i)·v)·h_iv + Σ b·h_unused − Σ a_i`, zero for
-    /// an honest client.
+    /// an honest client. The plaintexts are taken times `x^(d−1)`
+    /// ([`moved`]), so that it lands at the first score position.
     fn sum_check(
         &self,
         packed: &Ciphertext,
@@ -482,14 +477,16 @@ impl Checker {
         let mut rho = vec![0u32; n];
         rho[0] = w[0];
         for p in 1..n {
-            rho[n - p] = (t - w[p]) % t;
+            rho[n - p] = if w[p] == 0 { 0 } else { t - w[p] };
         }
         let mut y = packed.clone();
         self.ev.multiply_plain_assign(
             &mut y,
-            &self
-                .ev
-                .prepare_plain(&Plaintext::from_coeffs(&self.params, &rho)?)?,
+            &self.ev.prepare_plain(&moved(
+                &self.params,
+                &Plaintext::from_coeffs(&self.params, &rho)?,
+                d,
+            ))?,
         )?;
         // Slot j of a component holds n·(a − w·v_j) with v_j = v_0 + j:
         // n·(a − w·v_0) stepped down by n·w per level, no division.
@@ -520,9 +517,11 @@ impl Checker {
                 let mut z = one_hot[k * per + c].clone();
                 self.ev.multiply_plain_assign(
                     &mut z,
-                    &self
-                        .ev
-                        .prepare_plain(&self.layout.encoder.encode(&slots)?)?,
+                    &self.ev.prepare_plain(&moved(
+                        &self.params,
+                        &self.layout.encoder.encode(&slots)?,
+                        d,
+                    ))?,
                 )?;
                 self.ev.add_assign(&mut y, &z)?;
             }
@@ -530,8 +529,9 @@ impl Checker {
         Ok((y, ((tt - total_a % tt) % tt) as u32))
     }
 
-    /// A sum or norm reply: `y + constant` moved to the first score
-    /// position, the other score positions masked with uniform values, all
+    /// A sum or norm reply: `y` (its value already at the first score
+    /// position) plus `constant` there, the other score positions masked
+    /// with uniform values, all
     /// of them flooded, in compact form. No fresh encryption is needed: the
     /// product of client ciphertexts with plaintexts has for `c1` a
     /// combination of the clients' `c1` alone, which says nothing of any
@@ -547,17 +547,16 @@ impl Checker {
         ScoreReply::from_ciphertext_plus(&y, Some(&plus), self.layout.dim, self.scores.as_ref())
     }
 
-    /// [`Self::finish`] before the compact form: `y` moved, and what its
-    /// `c0` gets in coefficient form after its inverse transforms (the mask
-    /// and the flood).
+    /// [`Self::finish`] before the compact form: `y`, and what its `c0` gets
+    /// in coefficient form after its inverse transforms (the mask and the
+    /// flood).
     fn finish_parts(
         &self,
-        mut y: Ciphertext,
+        y: Ciphertext,
         constant: u32,
         rng: &mut Prng,
     ) -> Result<(Ciphertext, RnsPoly<Coeff>), MatchError> {
         let d = self.layout.dim;
-        self.ev.multiply_plain_assign(&mut y, &self.shift)?;
         let t = self.params.plaintext_modulus();
         let positions =
             (0..templates_per_ciphertext(&self.params, d)).map(|k| score_position(d, k));
@@ -573,6 +572,21 @@ impl Checker {
         }
         Ok((y, plus))
     }
+}
+
+/// `pt·x^(d−1)`: moves a constant coefficient to the first score position
+/// (`d − 1`), so that a sum or norm reply travels in compact form. A
+/// coefficient pushed past `x^(n−1)` wraps around negated (`x^n = −1`).
+fn moved(params: &Params, pt: &Plaintext, d: usize) -> Plaintext {
+    let (n, t) = (params.degree(), params.plaintext_modulus());
+    let s = score_position(d, 0);
+    let c = pt.coeffs();
+    let mut out = vec![0u32; n];
+    out[s..].copy_from_slice(&c[..n - s]);
+    for (o, &v) in out[..s].iter_mut().zip(&c[n - s..]) {
+        *o = if v == 0 { 0 } else { t - v };
+    }
+    Plaintext::from_reduced(params, out)
 }
 
 /// The first score position of a sum or norm reply, in `[0, t)`; a reply
