@@ -219,7 +219,9 @@ impl PublicKey {
     /// A fresh encryption of `pt` over every prime whose noise is flooded at
     /// `positions` ([`PkEncryptionParts::flood`], `2^-k` of a step): added
     /// to a ciphertext under this key, it re-randomizes it and hides its own
-    /// noise at those positions from whoever decrypts.
+    /// noise at those positions from whoever decrypts. The reference the
+    /// tests hold [`Evaluator::multiply_relin_plus`](super::Evaluator) to.
+    #[cfg(test)]
     pub(crate) fn encrypt_flooded_with(
         &self,
         pt: &Plaintext,
@@ -295,6 +297,17 @@ impl PkEncryptionParts {
     /// The coefficient-domain terms `(e1 + Δ·pt, e2)`.
     pub(crate) fn coeff_terms(&self) -> &[RnsPoly<Coeff>; 2] {
         &self.coeff
+    }
+
+    /// [`Self::coeff_terms`] taken out, for a caller that adds them where
+    /// its own polynomials are in coefficient form; [`Self::add_key_terms`]
+    /// still adds the rest.
+    pub(crate) fn take_coeff_terms(&mut self) -> [RnsPoly<Coeff>; 2] {
+        let n = self.coeff[0].degree();
+        std::mem::replace(
+            &mut self.coeff,
+            [0, 1].map(|_| RnsPoly::from_raw(Vec::new(), n)),
+        )
     }
 
     /// `c0 += p0·u`, `c1 += p1·u` on a size-2 ciphertext in NTT form at the

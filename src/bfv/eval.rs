@@ -514,6 +514,44 @@ impl Evaluator {
         })
     }
 
+    /// [`Self::multiply_relin`] plus `plus`, coefficient-form polynomials
+    /// over every prime of Q (such as a public-key encryption's
+    /// [`PkEncryptionParts::take_coeff_terms`]): they join the tensor's
+    /// coefficients, or the relinearization's division by P
+    /// (`d + round(x/P) = round((x + P·d)/P)`), before transforms that run
+    /// anyway, so they take none of their own. The same ciphertext as the
+    /// product plus `plus`'s transforms.
+    ///
+    /// [`PkEncryptionParts::take_coeff_terms`]: super::PkEncryptionParts::take_coeff_terms
+    pub(crate) fn multiply_relin_plus(
+        &self,
+        a: &Ciphertext,
+        b: &Ciphertext,
+        rk: &RelinKey,
+        plus: [RnsPoly<super::poly::Coeff>; 2],
+    ) -> Result<Ciphertext, BfvError> {
+        self.params.check(rk.params())?;
+        self.check_top_level("multiply_relin_plus", a)?;
+        let plans = self.params.plans_q();
+        Ok(match self.tensor(a, None, b)? {
+            Tensor::Ntt(mut d) => {
+                let d2 = d.pop().expect("three parts");
+                let c2 = d2.clone().into_coeff(plans);
+                let mut out = rk.ksw.apply_onto(&self.params, &c2, Some(&d2), plus);
+                for (o, x) in out.iter_mut().zip(&d) {
+                    o.add_assign(x, plans);
+                }
+                Ciphertext::new(&self.params, out.into())
+            }
+            Tensor::Coeff(mut d) => {
+                for (p, x) in d.iter_mut().zip(&plus) {
+                    p.add_assign(x, plans);
+                }
+                self.relin_from_coeff(d, rk)
+            }
+        })
+    }
+
     /// Relinearizes the scaled tensor `(d0, d1, d2)` (coefficients over the
     /// first primes of Q, any level) straight from coefficient form, saving
     /// `d2`'s transforms there and back.
@@ -527,7 +565,7 @@ impl Evaluator {
         let d0 = d.pop().expect("three parts");
         Ciphertext::new(
             &self.params,
-            rk.ksw.apply_onto(&self.params, &d2, [d0, d1]).into(),
+            rk.ksw.apply_onto(&self.params, &d2, None, [d0, d1]).into(),
         )
     }
 
@@ -645,7 +683,7 @@ impl Evaluator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bfv::{BatchEncoder, Prng, SecretKey};
+    use crate::bfv::{BatchEncoder, PkEncryptionParts, Plaintext, Prng, PublicKey, SecretKey};
 
     /// At auth4096 (`Q ≡ 1 mod t`) the product is the direct one; the scaled
     /// tensor through the auxiliary base, on the same inputs, is a ciphertext
@@ -695,5 +733,61 @@ mod tests {
             sk.noise_budget(&scaled).unwrap(),
         );
         assert!(bd > bs - 1.0, "direct {bd:.1} bits, scaled {bs:.1}");
+    }
+
+    /// A product relinearized with a public-key encryption's coefficient
+    /// terms joined in is the same ciphertext as the product plus the
+    /// assembled encryption: on both products (direct at auth4096, the
+    /// scaled tensor at primes with `Q ≢ 1 mod t`), flooded and not.
+    #[test]
+    fn an_encryption_joined_to_the_relinearization_is_the_same_ciphertext() {
+        let q: Vec<u64> = crate::arith::ntt_primes(27, 4096, 4)
+            .unwrap()
+            .into_iter()
+            .map(u64::from)
+            .collect();
+        let scaled = Params::builder()
+            .degree(4096)
+            .plaintext_modulus(65537)
+            .batching(true)
+            .ciphertext_primes(&q[..3])
+            .special_prime(q[3])
+            .build()
+            .unwrap();
+        assert!(
+            scaled.direct_mul().is_none(),
+            "these primes take the scaled tensor"
+        );
+        for params in [Params::auth4096(), scaled] {
+            let n = params.degree();
+            let mut prng = Prng::from_seed([7; 32]);
+            let sk = SecretKey::generate_with(&params, &mut prng);
+            let pk = PublicKey::new_with(&sk, &mut prng);
+            let rk = RelinKey::new_with(&sk, &mut prng);
+            let ev = Evaluator::new(&params);
+            let m: Vec<u32> = (0..n as u32).map(|i| i % 3).collect();
+            let a = pk
+                .encrypt_with(&Plaintext::from_coeffs(&params, &m).unwrap(), &mut prng)
+                .unwrap();
+            let zero = Plaintext::from_coeffs(&params, &[]).unwrap();
+            for (positions, k) in [(0..n, 2), (0..0, 0)] {
+                let seed = [positions.len() as u8; 32];
+                let mut rng = Prng::from_seed(seed);
+                let mut parts = PkEncryptionParts::sample(&pk, &mut rng, &zero, params.limbs());
+                parts.flood(&params, positions.clone(), k, &mut rng);
+                let mut got = ev
+                    .multiply_relin_plus(&a, &a, &rk, parts.take_coeff_terms())
+                    .unwrap();
+                parts.add_key_terms(&pk, &mut got);
+                let fresh =
+                    pk.encrypt_flooded_with(&zero, positions, k, &mut Prng::from_seed(seed));
+                let want = ev
+                    .add(&ev.multiply_relin(&a, &a, &rk).unwrap(), &fresh)
+                    .unwrap();
+                for (g, w) in got.polys.iter().zip(&want.polys) {
+                    assert_eq!(g.as_slice(), w.as_slice());
+                }
+            }
+        }
     }
 }

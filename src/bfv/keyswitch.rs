@@ -113,17 +113,18 @@ impl KswKey {
     /// over the level of `c` (their buffers are reused). Adding `d_m` is
     /// folded into the division by P: `d + (x - [x]_P)/P = (x + P·d -
     /// [x]_P)/P`, so `P·d - [x]_P` takes one transform per prime where `d`
-    /// and `[x]_P` would take one each.
+    /// and `[x]_P` would take one each. `c_ntt` as in [`Self::apply`].
     pub(crate) fn apply_onto(
         &self,
         params: &Params,
         c: &RnsPoly<Coeff>,
+        c_ntt: Option<&RnsPoly<Ntt>>,
         d: [RnsPoly<Coeff>; 2],
     ) -> [RnsPoly<Ntt>; 2] {
         let l = c.limbs();
         debug_assert!(d.iter().all(|p| p.limbs() == l));
         let n = params.degree();
-        self.with_accumulated(params, c, None, |plans, acc0, acc1, scratch| {
+        self.with_accumulated(params, c, c_ntt, |plans, acc0, acc1, scratch| {
             let [mut d0, mut d1] = d;
             for (acc, out) in [(acc0, &mut d0), (acc1, &mut d1)] {
                 drop_last_prime_onto(plans, acc, out.as_mut_slice(), scratch);

@@ -34,7 +34,7 @@
 //! form carries.
 
 use crate::bfv::poly::{Coeff, RnsPoly};
-use crate::bfv::{flood, scaled_message};
+use crate::bfv::{flood, scaled_message, PkEncryptionParts};
 use crate::bfv::{
     BatchEncoder, Ciphertext, Evaluator, Params, Plaintext, PlaintextNtt, Prng, PublicKey,
     RelinKey, SecretKey,
@@ -415,7 +415,9 @@ impl Checker {
 
     /// A bits reply: `H⊙H − H` (a square: its one factor is extended to
     /// the multiplication base once), relinearized, plus a fresh encryption
-    /// of zero flooded at every coefficient.
+    /// of zero flooded at every coefficient. The encryption's
+    /// coefficient-form terms join the relinearization before its last
+    /// transforms, so they take none of their own.
     fn bits(
         &self,
         h: &Ciphertext,
@@ -423,15 +425,19 @@ impl Checker {
         rk: &RelinKey,
         rng: &mut Prng,
     ) -> Result<Ciphertext, MatchError> {
-        let mut x = self.ev.multiply_relin(h, h, rk)?;
-        self.ev.sub_assign(&mut x, h)?;
+        self.params.check(pk.params())?;
         let zero = Plaintext::from_coeffs(&self.params, &[])?;
         let (positions, k) = match self.floods {
             Some((k, _)) => (0..self.params.degree(), k),
             None => (0..0, 0),
         };
-        let fresh = pk.encrypt_flooded_with(&zero, positions, k, rng);
-        self.ev.add_assign(&mut x, &fresh)?;
+        let mut fresh = PkEncryptionParts::sample(pk, rng, &zero, self.params.limbs());
+        fresh.flood(&self.params, positions, k, rng);
+        let mut x = self
+            .ev
+            .multiply_relin_plus(h, h, rk, fresh.take_coeff_terms())?;
+        fresh.add_key_terms(pk, &mut x);
+        self.ev.sub_assign(&mut x, h)?;
         Ok(x)
     }
 
