@@ -482,8 +482,9 @@ impl Checker {
         fill_uniform_mod(rng, t, &mut w);
         let mut rho = vec![0u32; n];
         rho[0] = w[0];
+        let mt = t_modulus(&self.params);
         for p in 1..n {
-            rho[n - p] = if w[p] == 0 { 0 } else { t - w[p] };
+            rho[n - p] = mt.neg(w[p]);
         }
         let mut y = packed.clone();
         self.ev.multiply_plain_assign(
@@ -584,15 +585,24 @@ impl Checker {
 /// (`d − 1`), so that a sum or norm reply travels in compact form. A
 /// coefficient pushed past `x^(n−1)` wraps around negated (`x^n = −1`).
 fn moved(params: &Params, pt: &Plaintext, d: usize) -> Plaintext {
-    let (n, t) = (params.degree(), params.plaintext_modulus());
+    let (n, mt) = (params.degree(), t_modulus(params));
     let s = score_position(d, 0);
     let c = pt.coeffs();
     let mut out = vec![0u32; n];
     out[s..].copy_from_slice(&c[..n - s]);
     for (o, &v) in out[..s].iter_mut().zip(&c[n - s..]) {
-        *o = if v == 0 { 0 } else { t - v };
+        *o = mt.neg(v);
     }
     Plaintext::from_reduced(params, out)
+}
+
+/// The plaintext modulus's arithmetic: the one-hot layout batches, so the
+/// parameters have it.
+fn t_modulus(params: &Params) -> &crate::arith::Modulus {
+    params
+        .plan_t()
+        .expect("the one-hot layout's parameters batch")
+        .modulus()
 }
 
 /// The first score position of a sum or norm reply, in `[0, t)`; a reply
