@@ -348,40 +348,83 @@ pub(crate) fn flood(
     rng: &mut Prng,
 ) {
     let limbs = poly.limbs();
-    let moduli: Vec<_> = params.plans_q()[..limbs]
-        .iter()
-        .map(|p| *p.modulus())
-        .collect();
-    // Q of the level fits in 128 bits (at most four 31-bit primes).
-    let q: u128 = moduli.iter().map(|m| m.value() as u128).product();
+    let plans = &params.plans_q()[..limbs];
+    // Q of the level fits in 128 bits (at most four primes below 2^30).
+    let q: u128 = plans.iter().map(|p| p.modulus().value() as u128).product();
     let bound = (q / params.plaintext_modulus() as u128) >> k;
     let width = 2 * bound + 1;
     let bits = 128 - width.leading_zeros();
-    // Per prime m: 2^64 mod m and −B mod m, so that a draw's residue is two
-    // Barrett reductions of 64-bit sums (three past 96 bits), no division.
-    let consts: Vec<[u64; 2]> = moduli
-        .iter()
-        .map(|m| {
-            let v = m.value() as u128;
-            [((1u128 << 64) % v) as u64, ((v - bound % v) % v) as u64]
-        })
-        .collect();
-    let wide = bits > 96;
-    for j in positions {
-        // Uniform in [0, width) by rejection from `bits`-bit draws.
-        let r = loop {
-            let x = (((rng.next_u64() as u128) << 64) | rng.next_u64() as u128)
-                & (u128::MAX >> (128 - bits));
-            if x < width {
-                break x;
+    let positions: Vec<usize> = positions.collect();
+    let count = positions.len();
+    if count == 0 {
+        return;
+    }
+    // Each draw r is kept as r + Q − B, below 2Q: the same residues as
+    // r − B, with no sign. Its 32-bit words go to rows (word w of every
+    // position in row w), so that each prime's residues are one linear
+    // combination of the rows with weights 2^(32w) mod q_i (the backend's
+    // `lincomb`), the coefficients themselves a last row of weight 1.
+    let words = (128 - (q + bound).leading_zeros()).div_ceil(32) as usize;
+    let mut rows: [Vec<u32>; 4] = std::array::from_fn(|_| vec![0u32; count]);
+    {
+        let [r0, r1, r2, r3] = &mut rows;
+        let draws = r0.iter_mut().zip(r1.iter_mut()).zip(r2.iter_mut()).zip(r3);
+        for (((w0, w1), w2), w3) in draws {
+            let r = draw_below(rng, width, bits) + (q - bound);
+            [*w0, *w1, *w2, *w3] = [0, 32, 64, 96].map(|s| (r >> s) as u32);
+        }
+    }
+    // Contiguous positions (a whole polynomial) are read and written in
+    // place; others are gathered and scattered.
+    let start = positions[0];
+    let contiguous = positions.iter().enumerate().all(|(i, &j)| j == start + i);
+    let (mut current, mut sums) = (vec![0u32; count], vec![0u32; count]);
+    for (i, plan) in plans.iter().enumerate() {
+        let m = plan.modulus();
+        let limb = poly.limb_mut(i);
+        if contiguous {
+            current.copy_from_slice(&limb[start..start + count]);
+        } else {
+            for (c, &j) in current.iter_mut().zip(&positions) {
+                *c = limb[j];
             }
-        };
-        let (lo, hi) = (r as u64, (r >> 64) as u64);
-        for (i, (m, [c64, minus_b])) in moduli.iter().zip(&consts).enumerate() {
-            // r − B + c mod m: hi·(2^64 mod m) is below 2^63 once hi < 2^32.
-            let hi = if wide { m.reduce_u64(hi) as u64 } else { hi };
-            let c = &mut poly.limb_mut(i)[j];
-            *c = m.reduce_u64(m.reduce_u64(lo) as u64 + hi * c64 + minus_b + *c as u64);
+        }
+        let v = m.value() as u128;
+        let weights: Vec<_> = (0..words)
+            .map(|w| m.shoup(((1u128 << (32 * w)) % v) as u32))
+            .chain([m.shoup(1)])
+            .collect();
+        let inputs: Vec<&[u32]> = rows[..words]
+            .iter()
+            .map(Vec::as_slice)
+            .chain([&current[..]])
+            .collect();
+        if contiguous {
+            plan.backend()
+                .lincomb(m, &inputs, &weights, &mut limb[start..start + count]);
+        } else {
+            plan.backend().lincomb(m, &inputs, &weights, &mut sums);
+            for (&s, &j) in sums.iter().zip(&positions) {
+                limb[j] = s;
+            }
+        }
+    }
+}
+
+/// Uniform in `[0, width)` by rejection from `bits`-bit draws, each of
+/// `ceil(bits / 32)` words of `rng` (the first one lowest).
+#[inline(always)]
+fn draw_below(rng: &mut Prng, width: u128, bits: u32) -> u128 {
+    let mask = u128::MAX >> (128 - bits);
+    loop {
+        let x = match bits {
+            0..=32 => rng.next_u32() as u128,
+            33..=64 => rng.next_u64() as u128,
+            65..=96 => rng.next_u64() as u128 | (rng.next_u32() as u128) << 64,
+            _ => rng.next_u64() as u128 | (rng.next_u64() as u128) << 64,
+        } & mask;
+        if x < width {
+            return x;
         }
     }
 }
@@ -423,31 +466,43 @@ mod tests {
                     *c = ((j as u128 * 2_654_435_761) % m) as u32;
                 }
             }
-            for k in [0u32, 2, 6, 20] {
+            // A whole polynomial (read in place) and scattered positions
+            // in descending order (gathered).
+            let spread: Vec<usize> = (0..n).rev().step_by(97).collect();
+            for (k, positions) in [0u32, 2, 6, 20]
+                .into_iter()
+                .flat_map(|k| [(k, (0..n).collect::<Vec<_>>()), (k, spread.clone())])
+            {
                 let seed = [k as u8 + 10 * limbs as u8; 32];
                 let mut fast = before.clone();
-                flood(&mut fast, params, 0..n, k, &mut Prng::from_seed(seed));
+                let at = positions.iter().copied();
+                flood(&mut fast, params, at, k, &mut Prng::from_seed(seed));
                 let q: u128 = moduli.iter().product();
                 let bound = (q / params.plaintext_modulus() as u128) >> k;
                 let width = 2 * bound + 1;
                 let bits = 128 - width.leading_zeros();
                 let mut r = Prng::from_seed(seed);
-                for j in 0..n {
+                // Each draw takes ceil(bits/32) words, the first lowest.
+                let words = bits.div_ceil(32);
+                let mut want = before.clone();
+                for &j in &positions {
                     let x = loop {
-                        let x = (((r.next_u64() as u128) << 64) | r.next_u64() as u128)
+                        let x = (0..words)
+                            .map(|w| (r.next_u32() as u128) << (32 * w))
+                            .sum::<u128>()
                             & (u128::MAX >> (128 - bits));
                         if x < width {
                             break x;
                         }
                     };
                     for (i, &m) in moduli.iter().enumerate() {
-                        let want = (before.limb(i)[j] as u128 + x % m + m - bound % m) % m;
-                        assert_eq!(
-                            fast.limb(i)[j] as u128,
-                            want,
-                            "n {n} limbs {limbs} k {k} j {j}"
-                        );
+                        let c = &mut want.limb_mut(i)[j];
+                        *c = ((*c as u128 + x % m + m - bound % m) % m) as u32;
                     }
+                }
+                for i in 0..limbs {
+                    let count = positions.len();
+                    assert_eq!(fast.limb(i), want.limb(i), "limbs {limbs} k {k} {count}");
                 }
             }
         }
