@@ -35,7 +35,8 @@
 //!   decider's judgement of them under the gallery's key.
 //!
 //! scripts/bench_report.py puts each next to SEAL's multiply + relinearize
-//! from the same run.
+//! from the same run. The process keeps the heap pad `blindmatch-server`
+//! sets at start (`server::heap`), as the server's requests run.
 
 use blindmatch::bfv::{Params, Prng, PublicKey, RelinKey};
 use blindmatch::matching::wellformed::{frame, split, CheckReplies, Checker, Packed};
@@ -57,6 +58,8 @@ fn face(seed: usize) -> Vec<f32> {
 }
 
 fn login(c: &mut Criterion) {
+    // The heap pad `blindmatch-server` (matcher and decider) sets at start.
+    blindmatch::server::heap::keep_pad(blindmatch::server::heap::DEFAULT_PAD_MIB);
     let params = Params::auth4096();
     let q = Quantizer::new(&params, DIM).unwrap();
     let keys = VerdictKeys::new(vec![VerdictKey::from_seed(&[9; 32])]).unwrap();

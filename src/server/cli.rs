@@ -17,6 +17,10 @@ pub struct Cli {
     /// Log level: error, warn, info, debug or trace.
     #[arg(long, global = true, env = "BLINDMATCH_LOG", default_value = "info")]
     pub log: String,
+    /// MiB of free memory each heap keeps between requests instead of
+    /// returning it to the kernel (glibc only; 0: malloc's defaults).
+    #[arg(long, global = true, env = "BLINDMATCH_HEAP_PAD_MIB", default_value_t = super::heap::DEFAULT_PAD_MIB)]
+    pub heap_pad_mib: usize,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -328,6 +332,7 @@ pub struct BenchArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(&cli.log);
+    super::heap::keep_pad(cli.heap_pad_mib);
     // BLINDMATCH_BACKEND is read by the library, which cannot refuse it;
     // a name this machine cannot run stops the server here.
     let result = crate::Backend::from_env().and_then(|_| match cli.command {

@@ -16,7 +16,8 @@
 //!   tickets and challenges, failed-login throttling).
 //! * [`verdict`]: signed verdicts (Ed25519 JWS) and their JWK set.
 //! * [`cli`]: the command line; `serve`, `bench` and `admin` (keygen,
-//!   backup, audit) run its subcommands.
+//!   backup, audit) run its subcommands; [`heap`]: the free memory malloc
+//!   keeps between requests.
 //!
 //! The `blindmatch-server` binary calls [`main`].
 
@@ -29,6 +30,7 @@ pub mod conn;
 mod decide;
 pub mod decider;
 pub mod gallery;
+pub mod heap;
 pub mod http1;
 mod listen;
 pub mod login;
