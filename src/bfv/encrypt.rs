@@ -332,7 +332,7 @@ fn add_key_terms(
 }
 
 /// Adds to `poly` (coefficient form, `e1` of an encryption or `c0` of a
-/// ciphertext), at each of `positions`, an integer drawn uniformly
+/// ciphertext), at each of `positions` (distinct), an integer drawn uniformly
 /// from `[-B, B]` with `B = floor(Δ / 2^k)` for the parts' level: noise
 /// flooding. Whoever decrypts then reads, at those positions, the
 /// ciphertext's own noise plus this one; the two noises' sum is within
