@@ -109,7 +109,7 @@ pub(crate) fn calibrate(candidates: &[Backend]) -> Calibration {
     for family in Family::ALL {
         let mut best = vec![f64::INFINITY; candidates.len()];
         for round in 0..=ROUNDS {
-            let racing = racing(&best, round, candidates.len() - 1);
+            let racing = racing(&best, round);
             if racing.iter().filter(|&&r| r).count() < 2 {
                 break;
             }
@@ -190,13 +190,14 @@ fn cpu() -> Option<(String, u32)> {
 }
 
 /// Which backends still race after `round` rounds, given the fastest
-/// timed run of each so far (`best`, infinite before the first): a backend
-/// at more than twice the fastest after its first timed run is out
-/// (scalar, on a SIMD CPU), except `default`, the widest, which races to
-/// the end: one stalled run must not decide against it. With one left,
-/// the family is decided.
-fn racing(best: &[f64], round: usize, default: usize) -> Vec<bool> {
+/// timed run of each so far (`best`, in candidate order, infinite before
+/// the first): a backend at more than twice the fastest after its first
+/// timed run is out (scalar, on a SIMD CPU), except the last, the widest
+/// and the default, which races to the end: one stalled run must not
+/// decide against it. With one left, the family is decided.
+fn racing(best: &[f64], round: usize) -> Vec<bool> {
     let fastest = best.iter().copied().fold(f64::INFINITY, f64::min);
+    let default = best.len() - 1;
     best.iter()
         .enumerate()
         .map(|(i, &b)| i == default || round <= SETTLED || b <= 2.0 * fastest)
@@ -309,12 +310,12 @@ mod tests {
         // scalar, avx2, avx512 (the default) after the first timed round:
         // the default's one run hit a stall three times its usual time.
         let best = [10_000.0, 2_500.0, 7_000.0];
-        assert_eq!(racing(&best, SETTLED + 1, 2), [false, true, true]);
+        assert_eq!(racing(&best, SETTLED + 1), [false, true, true]);
         // Two backends, the narrower one far behind: it leaves and the
         // family is decided.
-        assert_eq!(racing(&[10_000.0, 2_500.0], SETTLED + 1, 1), [false, true]);
+        assert_eq!(racing(&[10_000.0, 2_500.0], SETTLED + 1), [false, true]);
         // Before the first timed run every backend races.
         let none = [f64::INFINITY; 3];
-        assert_eq!(racing(&none, 0, 2), [true, true, true]);
+        assert_eq!(racing(&none, 0), [true, true, true]);
     }
 }

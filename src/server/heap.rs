@@ -17,9 +17,6 @@
 /// The pad `blindmatch-server` keeps by default, in MiB.
 pub const DEFAULT_PAD_MIB: usize = 16;
 
-/// Allocations from this size up are mapped on their own.
-const MMAP_THRESHOLD: usize = 4 << 20;
-
 /// Keeps `mib` MiB free at the top of each heap when it shrinks (and grows
 /// it by as much more when it grows), and serves allocations below 4 MiB
 /// from the heap. `0` leaves malloc's defaults. Returns whether the
@@ -40,7 +37,8 @@ fn set(mib: usize) -> bool {
     else {
         return false;
     };
-    let threshold = MMAP_THRESHOLD as libc::c_int;
+    // Allocations from 4 MiB up are mapped on their own.
+    let threshold: libc::c_int = 4 << 20;
     // SAFETY: `mallopt` only sets malloc's parameters; glibc takes its
     // arena lock to do so, so it is sound from any thread at any time.
     unsafe {
@@ -51,6 +49,5 @@ fn set(mib: usize) -> bool {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn set(_mib: usize) -> bool {
-    let _ = MMAP_THRESHOLD;
     false
 }
